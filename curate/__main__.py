@@ -1,0 +1,3 @@
+from curate.cli.app import main
+
+main()

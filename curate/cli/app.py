@@ -1,0 +1,50 @@
+"""The `curate` command. Command modules import only typer here; heavy libraries
+load inside the commands, so `curate --help` stays fast."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from curate import __version__
+from curate.cli import filter as filter_cmd
+from curate.cli import plot as plot_cmd
+from curate.cli import report as report_cmd
+
+app = typer.Typer(
+    name="curate",
+    help=(
+        "Find the prompts an RL run can learn from: run N baseline rollouts per sample, "
+        "measure pass-rate variance, plot it, gate data sets in CI, and export the learnable subset."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"curate {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_callback(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """curate: data-set curation for RL post-training."""
+
+
+app.command("report")(report_cmd.report)
+app.command("plot")(plot_cmd.plot)
+app.command("filter")(filter_cmd.filter_samples)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,54 @@
+"""Turn errors into one line and an exit code (a traceback only with CURATE_DEBUG=1)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+import typer
+
+from curate.errors import CurateError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def debug_enabled() -> bool:
+    return os.environ.get("CURATE_DEBUG", "") not in ("", "0", "false", "no")
+
+
+def fail(message: str, code: int) -> typer.Exit:
+    """Print `curate: error: message` on stderr and return the Exit to raise."""
+    print(f"curate: error: {message}", file=sys.stderr)
+    return typer.Exit(code)
+
+
+def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
+    """Decorator for commands: CurateError -> its exit code; anything else -> exit 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort):
+            raise
+        except CurateError as exc:
+            if debug_enabled():
+                raise
+            raise fail(str(exc), exc.exit_code) from None
+        except KeyboardInterrupt:
+            if debug_enabled():
+                raise
+            raise fail("interrupted", 130) from None
+        except Exception as exc:
+            if debug_enabled():
+                raise
+            first = (str(exc).strip().splitlines() or [""])[0][:300]
+            raise fail(
+                f"{type(exc).__name__}: {first} (set CURATE_DEBUG=1 for the traceback)", 1
+            ) from None
+
+    return wrapper

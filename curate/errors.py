@@ -1,0 +1,31 @@
+"""Errors that the CLI turns into one line and an exit code."""
+
+from __future__ import annotations
+
+
+class CurateError(Exception):
+    """Base class: a problem the user can fix. `exit_code` is what the CLI returns."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, path: object | None = None) -> None:
+        self.path = path
+        super().__init__(f"{path}: {message}" if path is not None else message)
+
+
+class InputError(CurateError):
+    """Bad input: a missing file, a malformed table, an unknown format (exit 2)."""
+
+
+class UsageError(CurateError):
+    """Options that do not fit together (exit 2)."""
+
+
+class RunError(CurateError):
+    """A run that could not complete: engine failure, refused request (exit 1)."""
+
+    exit_code = 1
+
+
+class MissingExtraError(CurateError):
+    """An optional dependency is not installed; the message names the pip command (exit 2)."""

@@ -1,0 +1,115 @@
+"""Choose the samples to train on, and join them back to their original fields."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from curate.errors import InputError, UsageError
+from curate.stats.per_sample import CATEGORIES
+
+if TYPE_CHECKING:
+    import polars as pl
+
+# Names users type (dashes) -> the categories they select.
+KEEP_CHOICES: dict[str, tuple[str, ...]] = {
+    "high-variance": ("high_variance",),
+    "low-variance": ("low_variance",),
+    "always-correct": ("always_correct",),
+    "always-incorrect": ("always_incorrect",),
+    "mixed": ("high_variance", "low_variance"),
+    "all": CATEGORIES,
+}
+# Statistics carried into every export beside the original fields.
+STAT_COLUMNS = (
+    "n_rollouts",
+    "pass_rate",
+    "mean_score",
+    "variance",
+    "smoothed_pass_rate",
+    "category",
+)
+
+
+@dataclass(frozen=True)
+class FilterSpec:
+    keep: frozenset[str] = field(default_factory=lambda: frozenset({"high_variance"}))
+    pass_rate: tuple[float, float] | None = None
+
+
+def parse_keep(values: list[str]) -> frozenset[str]:
+    cats: set[str] = set()
+    for value in values:
+        key = value.strip().lower().replace("_", "-")
+        if key not in KEEP_CHOICES:
+            raise UsageError(
+                f"unknown --keep value '{value}' (choose from {', '.join(KEEP_CHOICES)})"
+            )
+        cats.update(KEEP_CHOICES[key])
+    return frozenset(cats)
+
+
+def parse_range(text: str) -> tuple[float, float]:
+    """'LO:HI' -> (lo, hi), both within [0, 1] and lo <= hi."""
+    try:
+        lo_s, hi_s = text.split(":")
+        lo = float(lo_s) if lo_s.strip() else 0.0
+        hi = float(hi_s) if hi_s.strip() else 1.0
+    except ValueError:
+        raise UsageError(f"--pass-rate wants LO:HI, e.g. 0.1:0.9 (got '{text}')") from None
+    if not (0.0 <= lo <= hi <= 1.0):
+        raise UsageError(f"--pass-rate bounds must satisfy 0 <= LO <= HI <= 1 (got '{text}')")
+    return lo, hi
+
+
+def decide(per_sample: pl.DataFrame, spec: FilterSpec) -> pl.DataFrame:
+    """Per-sample statistics plus `kept` and `drop_reason` (null when kept)."""
+    import polars as pl
+
+    cat = pl.col("category")
+    reason = (
+        pl.when(pl.col("n_rollouts") == 0)
+        .then(pl.lit("no scored rollouts"))
+        .when(~cat.is_in(sorted(spec.keep)))
+        .then(cat)
+    )
+    if spec.pass_rate is not None:
+        lo, hi = spec.pass_rate
+        rate = pl.col("pass_rate")
+        reason = reason.when((rate < lo) | (rate > hi)).then(
+            pl.format("pass_rate {} outside [{}, {}]", rate.round(4), pl.lit(lo), pl.lit(hi))
+        )
+    reason = reason.otherwise(None)
+    return per_sample.with_columns(reason.alias("drop_reason")).with_columns(
+        pl.col("drop_reason").is_null().alias("kept")
+    )
+
+
+def attach_fields(
+    decisions: pl.DataFrame, samples: pl.DataFrame | None, *, id_field: str = "sample_id",
+    source: object = None,
+) -> pl.DataFrame:
+    """Original sample fields (in file order) followed by the statistics columns."""
+    import polars as pl
+
+    stats = decisions.select("sample_id", *STAT_COLUMNS, "drop_reason", "kept")
+    if samples is None:
+        return stats.sort("sample_id")
+    if id_field not in samples.columns:
+        raise InputError(
+            f"no '{id_field}' column to match sample ids (have: {', '.join(samples.columns)})",
+            path=source,
+        )
+    original = samples.with_columns(pl.col(id_field).cast(pl.String).alias("_join_id"))
+    if original["_join_id"].is_duplicated().any():
+        raise InputError(f"'{id_field}' has duplicate values", path=source)
+    collide = [c for c in (*STAT_COLUMNS, "drop_reason", "kept") if c in original.columns]
+    original = original.drop(collide)
+    joined = original.join(
+        stats.rename({"sample_id": "_join_id"}), on="_join_id", how="inner", maintain_order="left"
+    )
+    if id_field != "sample_id" and "sample_id" not in joined.columns:
+        joined = joined.rename({"_join_id": "sample_id"})
+    else:
+        joined = joined.drop("_join_id")
+    return joined

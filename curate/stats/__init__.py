@@ -1,0 +1,36 @@
+"""Statistics: pure functions from polars frames to polars frames (and plain summaries)."""
+
+from curate.stats.analysis import Analysis, analyze
+from curate.stats.dataset import (
+    DatasetSummary,
+    gate_curve,
+    pass_at_k_columns,
+    pass_at_k_table,
+    summarize,
+)
+from curate.stats.estimators import BetaPrior, fit_beta_prior, pass_at_k
+from curate.stats.per_sample import (
+    CATEGORIES,
+    DEFAULT_GROUP_SIZE,
+    DEFAULT_THRESHOLD,
+    aggregate_rollouts,
+    sample_stats,
+)
+
+__all__ = [
+    "CATEGORIES",
+    "Analysis",
+    "analyze",
+    "DEFAULT_GROUP_SIZE",
+    "DEFAULT_THRESHOLD",
+    "BetaPrior",
+    "DatasetSummary",
+    "aggregate_rollouts",
+    "fit_beta_prior",
+    "gate_curve",
+    "pass_at_k",
+    "pass_at_k_columns",
+    "pass_at_k_table",
+    "sample_stats",
+    "summarize",
+]

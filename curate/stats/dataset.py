@@ -1,0 +1,302 @@
+"""Data-set level statistics from the per-sample frame: seed 004's summary plus the gate view."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from curate.stats.estimators import BetaPrior, gate_open_bernoulli, pass_at_k
+from curate.stats.per_sample import CATEGORIES, gate_probability
+
+if TYPE_CHECKING:
+    import polars as pl
+
+# Seed 004's guidance on the share of high-variance samples.
+LOW_SIGNAL_SHARE = 0.10
+# Best-of-N this close to the mean means the model is consistent (seed 004's warning).
+CONSISTENT_GAIN = 0.02
+MIN_RUNS = 3
+SMALL_DATASET = 50
+# Model-based multiplier: stop when another G rollouts per prompt opens fewer
+# than this share of additional groups.
+MULTIPLIER_MIN_GAIN = 0.02
+MAX_MULTIPLIER = 8
+
+
+@dataclass
+class ComputeMultiplier:
+    recommended: int
+    rule_of_thumb: str
+    reason: str
+    rule: str
+
+
+@dataclass
+class DatasetSummary:
+    samples: int
+    unscored_samples: int
+    rollouts: int
+    errors: int
+    error_rate: float
+    mean_score: float | None
+    best_of_n: float | None
+    potential_gain: float | None
+    relative_gain: float | None
+    high_variance_fraction: float
+    threshold: float
+    categories: dict[str, int]
+    pass_at_k: dict[str, float]
+    gate: dict[str, Any]
+    compute_multiplier: ComputeMultiplier
+    rollouts_per_sample: dict[str, float]
+    binary_scores: bool
+    prior: dict[str, float]
+    warnings: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        extra = out.pop("extra")
+        out.update(extra)
+        return out
+
+
+def pass_at_k_table(per_sample: pl.DataFrame, ks: list[int] | None = None) -> pl.DataFrame:
+    """Mean unbiased pass@k over samples with at least k scored rollouts."""
+    import polars as pl
+
+    hist = (
+        per_sample.filter(pl.col("n_rollouts") > 0)
+        .group_by("n_rollouts", "successes")
+        .len()
+        .rows()
+    )
+    max_n = max((n for n, _, _ in hist), default=0)
+    ks = ks or list(range(1, max_n + 1))
+    rows = []
+    for k in ks:
+        usable = [(n, c, w) for n, c, w in hist if n >= k]
+        weight = sum(w for _, _, w in usable)
+        if weight == 0:
+            continue
+        value = sum(w * pass_at_k(n, c, k) for n, c, w in usable) / weight
+        rows.append((k, value, weight))
+    return pl.DataFrame(
+        rows, schema={"k": pl.Int64, "pass_at_k": pl.Float64, "samples": pl.Int64}, orient="row"
+    )
+
+
+def pass_at_k_columns(per_sample: pl.DataFrame, ks: list[int]) -> pl.DataFrame:
+    """Per-sample pass@k columns (`pass@1`, ...); null where n < k."""
+    import polars as pl
+
+    pairs = per_sample.select("n_rollouts", "successes").unique()
+    cols = {
+        f"pass@{k}": [
+            pass_at_k(n, c, k) if n >= k else None for n, c in pairs.iter_rows()
+        ]
+        for k in ks
+    }
+    table = pairs.with_columns(
+        [pl.Series(name, vals, dtype=pl.Float64) for name, vals in cols.items()]
+    )
+    return per_sample.join(table, on=["n_rollouts", "successes"], how="left")
+
+
+def gate_curve(
+    per_sample: pl.DataFrame, prior: BetaPrior, group_sizes: list[int], *, binary: bool = True
+) -> pl.DataFrame:
+    """Expected fraction of samples whose group of size G has mixed outcomes, per G."""
+    import polars as pl
+
+    scored = per_sample.filter(pl.col("n_rollouts") > 0)
+    total = scored.height
+    rows = []
+    if binary:
+        hist = scored.group_by("n_rollouts", "successes").len().rows()
+        for g in group_sizes:
+            value = sum(w * gate_probability(n, c, prior, g) for n, c, w in hist) / max(total, 1)
+            rows.append((g, value))
+    else:
+        # Partial credit: u(p) on the smoothed pass rate is the best we can extrapolate.
+        hist = scored.group_by("smoothed_pass_rate").len().rows()
+        for g in group_sizes:
+            value = sum(w * gate_open_bernoulli(p, g) for p, w in hist) / max(total, 1)
+            rows.append((g, value))
+    return pl.DataFrame(
+        rows, schema={"group_size": pl.Int64, "expected_open_fraction": pl.Float64}, orient="row"
+    )
+
+
+def extrapolated_open_fraction(per_sample: pl.DataFrame, group_size: int) -> float:
+    """Mean u(p~) at a group size, on the smoothed pass rates (for sizes beyond n)."""
+    import polars as pl
+
+    hist = (
+        per_sample.filter(pl.col("n_rollouts") > 0).group_by("smoothed_pass_rate").len().rows()
+    )
+    total = sum(w for _, w in hist)
+    if total == 0:
+        return 0.0
+    return sum(w * gate_open_bernoulli(p, group_size) for p, w in hist) / total
+
+
+def rule_of_thumb(high_variance_fraction: float) -> str:
+    """Seed 004's compute-multiplier guidance from the high-variance share."""
+    if high_variance_fraction < LOW_SIGNAL_SHARE:
+        return "warning"
+    if high_variance_fraction < 0.15:
+        return "2-4"
+    if high_variance_fraction <= 0.30:
+        return "1-2"
+    return "1"
+
+
+def compute_multiplier(
+    per_sample: pl.DataFrame, group_size: int, high_variance_fraction: float
+) -> ComputeMultiplier:
+    """Smallest m such that going to group size G*(m+1) opens < 2% more groups."""
+    curve = {
+        m: extrapolated_open_fraction(per_sample, group_size * m)
+        for m in range(1, MAX_MULTIPLIER + 2)
+    }
+    recommended = MAX_MULTIPLIER
+    for m in range(1, MAX_MULTIPLIER + 1):
+        if curve[m + 1] - curve[m] < MULTIPLIER_MIN_GAIN:
+            recommended = m
+            break
+    nxt = recommended + 1
+    reason = (
+        f"at group size {group_size * recommended} an expected {curve[recommended]:.1%} of groups "
+        f"are mixed; group size {group_size * nxt} would add only "
+        f"{curve[nxt] - curve[recommended]:+.1%}"
+    )
+    if recommended == MAX_MULTIPLIER:
+        reason = (
+            f"larger groups keep opening more than {MULTIPLIER_MIN_GAIN:.0%} more groups up to "
+            f"x{MAX_MULTIPLIER} (group size {group_size * MAX_MULTIPLIER}: "
+            f"{curve[MAX_MULTIPLIER]:.1%} mixed); consider filtering instead"
+        )
+    return ComputeMultiplier(
+        recommended=recommended,
+        rule_of_thumb=rule_of_thumb(high_variance_fraction),
+        reason=reason,
+        rule=(
+            f"smallest m at which raising the group size from G*m to G*(m+1) adds fewer than "
+            f"{MULTIPLIER_MIN_GAIN:.0%} mixed groups (u(p) on smoothed pass rates)"
+        ),
+    )
+
+
+def summarize(
+    per_sample: pl.DataFrame,
+    *,
+    prior: BetaPrior,
+    threshold: float,
+    group_size: int,
+    binary: bool,
+    adaptive: bool = False,
+) -> DatasetSummary:
+    """The data-set summary that `curate report` prints and gates on."""
+    import polars as pl
+
+    scored = per_sample.filter(pl.col("n_rollouts") > 0)
+    samples = scored.height
+    totals = per_sample.select(
+        pl.col("n_rollouts").sum().alias("scored"), pl.col("n_errors").sum().alias("errors")
+    ).row(0, named=True)
+    errors = int(totals["errors"] or 0)
+    rollouts = int(totals["scored"] or 0) + errors
+    counts = dict.fromkeys(CATEGORIES, 0)
+    for name, count in scored.group_by("category").len().rows():
+        counts[name] = int(count)
+    means = scored.select(
+        pl.col("mean_score").mean().alias("mean"),
+        pl.col("best_score").mean().alias("best"),
+        pl.col("n_rollouts").min().alias("n_min"),
+        pl.col("n_rollouts").max().alias("n_max"),
+        pl.col("n_rollouts").median().alias("n_median"),
+        pl.col("gate_open_probability").mean().alias("open"),
+    ).row(0, named=True)
+    mean_score, best_of_n = means["mean"], means["best"]
+    gain = best_of_n - mean_score if samples else None
+    relative = gain / mean_score if gain is not None and mean_score else None
+    hv_fraction = counts["high_variance"] / samples if samples else 0.0
+    passk = pass_at_k_table(per_sample)
+    multiplier = compute_multiplier(per_sample, group_size, hv_fraction)
+    summary = DatasetSummary(
+        samples=samples,
+        unscored_samples=per_sample.height - samples,
+        rollouts=rollouts,
+        errors=errors,
+        error_rate=errors / rollouts if rollouts else 0.0,
+        mean_score=mean_score,
+        best_of_n=best_of_n,
+        potential_gain=gain,
+        relative_gain=relative,
+        high_variance_fraction=hv_fraction,
+        threshold=threshold,
+        categories=counts,
+        pass_at_k={str(k): v for k, v, _ in passk.rows()},
+        gate={"group_size": group_size, "expected_open_fraction": means["open"] or 0.0},
+        compute_multiplier=multiplier,
+        rollouts_per_sample={
+            "min": int(means["n_min"] or 0),
+            "max": int(means["n_max"] or 0),
+            "median": float(means["n_median"] or 0),
+        },
+        binary_scores=binary,
+        prior={"alpha": prior.alpha, "beta": prior.beta},
+    )
+    summary.warnings = _warnings(summary, scored, adaptive=adaptive)
+    return summary
+
+
+def _warnings(s: DatasetSummary, scored: pl.DataFrame, *, adaptive: bool) -> list[str]:
+    import polars as pl
+
+    out: list[str] = []
+    if s.samples == 0:
+        return ["no sample has a scored rollout"]
+    if s.high_variance_fraction < LOW_SIGNAL_SHARE:
+        out.append(
+            f"only {s.high_variance_fraction:.1%} of samples are high-variance (under 10%): "
+            "the data set may be too easy or too hard for this model"
+        )
+    if s.potential_gain is not None and s.potential_gain < CONSISTENT_GAIN:
+        out.append(
+            f"best-of-N ({s.best_of_n:.3f}) is close to the mean ({s.mean_score:.3f}): the model "
+            "is very consistent, so RL has little room to improve"
+        )
+    total_var = float(scored["variance"].sum())
+    if s.high_variance_fraction >= LOW_SIGNAL_SHARE and total_var > 0:
+        top = max(1, s.samples // 10)
+        top_var = float(scored["variance"].top_k(top).sum())
+        if top_var / total_var >= 0.9:
+            out.append(
+                f"variance is concentrated: the top 10% of samples carry {top_var / total_var:.0%} "
+                "of it, so most samples offer no learning signal"
+            )
+    few = scored.filter(pl.col("n_rollouts") < MIN_RUNS).height
+    if few:
+        out.append(
+            f"{few} sample(s) have fewer than {MIN_RUNS} scored rollouts: their variance is unreliable"
+        )
+    lo, hi = s.rollouts_per_sample["min"], s.rollouts_per_sample["max"]
+    if lo != hi:
+        if adaptive:
+            out.append(
+                f"adaptive run: rollout counts range {lo}-{hi}, so pass@k and variance come "
+                "from unequal N"
+            )
+        else:
+            out.append(f"ragged rollout counts: {lo} to {hi} scored rollouts per sample")
+    if s.errors:
+        out.append(
+            f"{s.errors} rollout(s) failed ({s.error_rate:.1%}); they are excluded from every statistic"
+        )
+    if s.unscored_samples:
+        out.append(f"{s.unscored_samples} sample(s) have no scored rollout (every attempt failed)")
+    if s.samples < SMALL_DATASET:
+        out.append(f"only {s.samples} samples: estimates at this size are noisy")
+    return out

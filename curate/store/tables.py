@@ -1,0 +1,106 @@
+"""Reading and writing tables: every Parquet, CSV and JSONL file curate touches goes through here."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from curate.errors import InputError
+from curate.store.atomic import atomic_path
+
+if TYPE_CHECKING:
+    import polars as pl
+
+TableFormat = Literal["parquet", "csv", "jsonl"]
+
+_SUFFIXES: dict[str, TableFormat] = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".csv": "csv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+}
+
+
+def table_format(path: str | os.PathLike[str]) -> TableFormat:
+    """The table format named by a file's suffix, or an InputError."""
+    suffix = Path(path).suffix.lower()
+    try:
+        return _SUFFIXES[suffix]
+    except KeyError:
+        raise InputError(
+            f"unknown table format '{suffix or '(none)'}' (use .parquet, .csv or .jsonl)",
+            path=path,
+        ) from None
+
+
+def scan_table(path: str | os.PathLike[str], columns: list[str] | None = None) -> pl.LazyFrame:
+    """A lazy frame over a Parquet, CSV or JSONL file (errors surface on collect)."""
+    import polars as pl
+
+    path = Path(path)
+    if not path.exists():
+        raise InputError("no such file", path=path)
+    if path.is_dir():
+        raise InputError("is a directory, not a table file", path=path)
+    fmt = table_format(path)
+    if fmt == "parquet":
+        lf = pl.scan_parquet(path)
+    elif fmt == "csv":
+        lf = pl.scan_csv(path, infer_schema_length=10_000)
+    else:
+        lf = pl.scan_ndjson(path, infer_schema_length=10_000)
+    if columns is not None:
+        lf = lf.select(columns)
+    return lf
+
+
+def read_table(path: str | os.PathLike[str]) -> pl.DataFrame:
+    """Read a whole table eagerly; malformed files become one-line InputErrors."""
+    import polars as pl
+
+    path = Path(path)
+    fmt = table_format(path)
+    if not path.exists():
+        raise InputError("no such file", path=path)
+    try:
+        if fmt == "jsonl" and path.suffix.lower() == ".json":
+            return _read_json_any(path)
+        return scan_table(path).collect()
+    except InputError:
+        raise
+    except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
+        raise InputError(f"cannot read {fmt} table: {_one_line(exc)}", path=path) from exc
+
+
+def _read_json_any(path: Path) -> pl.DataFrame:
+    """A .json file may be JSON Lines or one JSON array of records."""
+    import polars as pl
+
+    text = path.read_text(encoding="utf-8")
+    if text.lstrip().startswith("["):
+        records = json.loads(text)
+        return pl.DataFrame(records, infer_schema_length=None)
+    return pl.read_ndjson(path)
+
+
+def write_table(frame: pl.DataFrame, path: str | os.PathLike[str]) -> Path:
+    """Write `frame` atomically in the format named by the suffix."""
+    path = Path(path)
+    fmt = table_format(path)
+    with atomic_path(path) as tmp:
+        if fmt == "parquet":
+            frame.write_parquet(tmp)
+        elif fmt == "csv":
+            frame.write_csv(tmp)
+        else:
+            frame.write_ndjson(tmp)
+    return path
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else type(exc).__name__
