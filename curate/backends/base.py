@@ -1,0 +1,75 @@
+"""The backend interface: one generate call. Starting and stopping an engine is
+the job of the context manager that `open_backend` returns, not of the interface."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+Mode = Literal["chat", "completion"]
+Message = dict[str, Any]
+Prompt = str | list[Message]
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingConfig:
+    """Sampling settings shared by every request of a run."""
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 256
+    stop: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+            "stop": list(self.stop),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationRequest:
+    """`n` completions of one prompt. `first_run` is the run index of the first one."""
+
+    sample_id: str
+    prompt: Prompt
+    n: int
+    first_run: int
+    seed: int | None = None
+
+
+@dataclass(slots=True)
+class Generation:
+    """One completion, or the error that stopped it (an error is data, not a score)."""
+
+    text: str | None
+    finish_reason: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_s: float | None = None
+    attempts: int = 1
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class BackendInfo:
+    """What a backend tells the manifest about the model it serves."""
+
+    model: str
+    has_chat_template: bool
+    chat_template_sha256: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Generates completions; returns one list of `request.n` generations per request."""
+
+    def info(self) -> BackendInfo: ...
+
+    def generate(
+        self, requests: Sequence[GenerationRequest], sampling: SamplingConfig, mode: Mode
+    ) -> list[list[Generation]]: ...

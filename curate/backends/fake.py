@@ -1,0 +1,80 @@
+"""A fake backend for unit tests and fault injection (never used for real numbers).
+
+Each prompt's completion is drawn from a seeded RNG: the correct answer with the
+prompt's pass rate, else a wrong one. Failures can be injected per sample.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from curate.backends.base import (
+    BackendInfo,
+    Generation,
+    GenerationRequest,
+    Mode,
+    Prompt,
+    SamplingConfig,
+)
+
+
+def prompt_text(prompt: Prompt) -> str:
+    """The last user message of a chat prompt, or the prompt text itself."""
+    if isinstance(prompt, str):
+        return prompt
+    users = [m["content"] for m in prompt if m.get("role") == "user"]
+    return str(users[-1]) if users else ""
+
+
+@dataclass
+class FakeBackend:
+    """`answers` maps prompt text -> (correct answer, pass rate)."""
+
+    answers: Mapping[str, tuple[str, float]]
+    model: str = "fake"
+    has_chat_template: bool = True
+    fail: Callable[[GenerationRequest], str | None] = lambda req: None
+    calls: list[int] = field(default_factory=list)
+
+    def info(self) -> BackendInfo:
+        return BackendInfo(
+            model=self.model,
+            has_chat_template=self.has_chat_template,
+            chat_template_sha256="fake-template" if self.has_chat_template else None,
+        )
+
+    def generate(
+        self, requests: Sequence[GenerationRequest], sampling: SamplingConfig, mode: Mode
+    ) -> list[list[Generation]]:
+        self.calls.append(len(requests))
+        out = []
+        for req in requests:
+            error = self.fail(req)
+            if error is not None:
+                out.append([Generation(text=None, error=error) for _ in range(req.n)])
+                continue
+            answer, rate = self.answers.get(prompt_text(req.prompt), ("?", 0.0))
+            rng = random.Random(req.seed)
+            gens = []
+            for _ in range(req.n):
+                ok = rng.random() < rate
+                gens.append(
+                    Generation(
+                        text=answer if ok else f"{answer}9",
+                        finish_reason="stop",
+                        prompt_tokens=len(prompt_text(req.prompt)),
+                        completion_tokens=len(answer),
+                    )
+                )
+            out.append(gens)
+        return out
+
+
+@contextlib.contextmanager
+def open_fake(model: str, *, answers: Mapping[str, tuple[str, float]] | None = None,
+              **_: Any) -> Iterator[FakeBackend]:
+    yield FakeBackend(answers=answers or {}, model=model)

@@ -1,0 +1,214 @@
+"""Evaluation inputs: read a data set, find its fields, give every sample a stable id,
+and turn each row into a prompt (text, a template over fields, or a chat message list)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import string
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from curate.backends.base import Message, Mode, Prompt
+from curate.errors import InputError, UsageError
+from curate.store.tables import read_table
+
+if TYPE_CHECKING:
+    import polars as pl
+
+# Common column names, most specific first.
+PROMPT_FIELDS = ("prompt", "question", "problem", "input", "query", "instruction")
+MESSAGE_FIELDS = ("messages", "prompt", "conversation")
+ANSWER_FIELDS = ("answer", "ground_truth", "solution", "target", "reference", "label")
+ID_FIELDS = ("sample_id", "id", "uid", "uuid")
+
+
+@dataclass(frozen=True)
+class FieldMap:
+    """Which columns hold the prompt, the reference answer and the id."""
+
+    prompt_field: str | None  # text prompt column (None when a template or messages are used)
+    messages_field: str | None  # chat message-list column
+    answer_field: str
+    id_field: str | None  # None -> content-hash ids
+    template: str | None = None
+
+
+def load_dataset(path: str | os.PathLike[str], *, limit: int | None = None) -> pl.DataFrame:
+    """The input rows with their original fields (first `limit` rows when given)."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError("no such file", path=path)
+    frame = read_table(path)
+    if frame.height == 0:
+        raise InputError("data set is empty", path=path)
+    return frame.head(limit) if limit is not None else frame
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _is_message_list(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(m, dict) and "role" in m and "content" in m for m in value)
+    )
+
+
+def resolve_fields(
+    frame: pl.DataFrame,
+    *,
+    prompt_field: str | None = None,
+    answer_field: str | None = None,
+    id_field: str | None = None,
+    template: str | None = None,
+    source: object = None,
+) -> FieldMap:
+    """Pick the prompt, answer and id columns: given names win, else common names."""
+    cols = frame.columns
+
+    def need(name: str, what: str) -> str:
+        if name not in cols:
+            raise InputError(f"no {what} column '{name}' (have: {', '.join(cols)})", path=source)
+        return name
+
+    messages_field = None
+    if template is not None:
+        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f]
+        missing = sorted({f.split(".")[0].split("[")[0] for f in fields} - set(cols))
+        if missing:
+            raise InputError(
+                f"--template uses missing field(s) {', '.join(missing)} (have: {', '.join(cols)})",
+                path=source,
+            )
+        prompt_field = None
+    elif prompt_field is not None:
+        need(prompt_field, "prompt")
+        if _is_message_list(frame[prompt_field][0]):
+            messages_field, prompt_field = prompt_field, None
+    else:
+        for name in MESSAGE_FIELDS:
+            if name in cols and _is_message_list(_to_python(frame[name][0])):
+                messages_field = name
+                break
+        if messages_field is None:
+            prompt_field = next((c for c in PROMPT_FIELDS if c in cols), None)
+            if prompt_field is None:
+                raise InputError(
+                    "no prompt column found (looked for "
+                    f"{', '.join(PROMPT_FIELDS + ('messages',))}); name one with --prompt-field "
+                    "or give --template",
+                    path=source,
+                )
+    if answer_field is not None:
+        need(answer_field, "answer")
+    else:
+        answer_field = next((c for c in ANSWER_FIELDS if c in cols), None)
+        if answer_field is None:
+            raise InputError(
+                f"no answer column found (looked for {', '.join(ANSWER_FIELDS)}); "
+                "name one with --answer-field",
+                path=source,
+            )
+    if id_field is not None:
+        need(id_field, "id")
+    else:
+        id_field = next((c for c in ID_FIELDS if c in cols), None)
+    return FieldMap(
+        prompt_field=prompt_field,
+        messages_field=messages_field,
+        answer_field=answer_field,
+        id_field=id_field,
+        template=template,
+    )
+
+
+def _to_python(value: Any) -> Any:
+    """polars hands back lists of structs as Series/dicts; make them plain Python."""
+    if hasattr(value, "to_list"):
+        return value.to_list()
+    return value
+
+
+def assign_ids(frame: pl.DataFrame, fields: FieldMap, *, source: object = None) -> pl.DataFrame:
+    """Add `sample_id`: from the id field, or a hash of the row's content.
+
+    Content-hash ids survive reordering, inserting and deleting rows; identical
+    rows get `-2`, `-3`... in file order.
+    """
+    import polars as pl
+
+    if fields.id_field is not None:
+        ids = frame[fields.id_field].cast(pl.String)
+        if ids.null_count():
+            raise InputError(f"id field '{fields.id_field}' has missing values", path=source)
+        dup = ids.filter(ids.is_duplicated())
+        if dup.len():
+            raise InputError(
+                f"id field '{fields.id_field}' has duplicate value {dup[0]!r}", path=source
+            )
+        return frame.with_columns(ids.alias("sample_id"))
+    hashes = []
+    seen: dict[str, int] = {}
+    for row in frame.iter_rows(named=True):
+        text = json.dumps(row, sort_keys=True, default=str, ensure_ascii=False)
+        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+        seen[digest] = seen.get(digest, 0) + 1
+        hashes.append(digest if seen[digest] == 1 else f"{digest}-{seen[digest]}")
+    return frame.with_columns(pl.Series("sample_id", hashes, dtype=pl.String))
+
+
+def build_prompts(
+    frame: pl.DataFrame,
+    fields: FieldMap,
+    mode: Mode,
+    *,
+    system: str | None = None,
+    source: object = None,
+) -> list[Prompt]:
+    """One prompt per row: a string (completion mode) or a message list (chat mode)."""
+    prompts: list[Prompt] = []
+    for row in frame.iter_rows(named=True):
+        if fields.messages_field is not None:
+            messages = [dict(m) for m in _to_python(row[fields.messages_field])]
+            if mode == "completion":
+                raise UsageError(
+                    f"{source}: completion mode needs a text prompt, but '{fields.messages_field}' "
+                    "holds chat messages (use --mode chat or --prompt-field/--template)"
+                )
+            if system and not any(m.get("role") == "system" for m in messages):
+                messages.insert(0, {"role": "system", "content": system})
+            prompts.append(messages)
+            continue
+        if fields.template is not None:
+            try:
+                text = fields.template.format_map(row)
+            except (KeyError, IndexError, ValueError) as exc:
+                raise InputError(f"--template could not be filled: {exc}", path=source) from exc
+        else:
+            assert fields.prompt_field is not None
+            value = row[fields.prompt_field]
+            if value is None:
+                raise InputError(
+                    f"prompt field '{fields.prompt_field}' is empty in sample "
+                    f"{row.get('sample_id')!r}",
+                    path=source,
+                )
+            text = str(value)
+        if mode == "chat":
+            msgs: list[Message] = []
+            if system:
+                msgs.append({"role": "system", "content": system})
+            msgs.append({"role": "user", "content": text})
+            prompts.append(msgs)
+        else:
+            prompts.append(f"{system}\n\n{text}" if system else text)
+    return prompts

@@ -1,0 +1,185 @@
+"""`curate eval` as a library call: data -> prompts -> backend -> graded rollouts on disk."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from curate.backends.base import Mode, SamplingConfig
+from curate.backends.registry import open_backend
+from curate.data.samples import (
+    assign_ids,
+    build_prompts,
+    file_sha256,
+    load_dataset,
+    resolve_fields,
+)
+from curate.engine.progress import Progress
+from curate.engine.runner import EvalResult, run_eval
+from curate.engine.settings import SCORE_KEYS, EvalSettings, score_differences
+from curate.errors import UsageError
+from curate.graders import default_grader_spec, get_grader
+from curate.store.run_dir import RolloutStore
+
+
+@dataclass
+class EvalOptions:
+    data: Path
+    model: str
+    backend: str = "vllm"
+    runs: int = 8
+    out: Path | None = None
+    grader: str | None = None
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 256
+    stop: tuple[str, ...] = ()
+    seed: int = 0
+    mode: Mode | None = None  # None: chat when the model has a chat template
+    system: str | None = None
+    template: str | None = None
+    prompt_field: str | None = None
+    answer_field: str | None = None
+    id_field: str | None = None
+    limit: int | None = None
+    force_new: bool = False
+    chunk_size: int = 256
+    engine_options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class EvalOutcome:
+    run_dir: Path
+    result: EvalResult
+    settings: EvalSettings
+
+
+def default_run_dir(data: Path, model: str) -> Path:
+    """runs/<data stem>__<model name>: the same command resumes the same run."""
+    model_name = Path(model.rstrip("/")).name or model
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{data.stem}__{model_name}")
+    return Path("runs") / safe
+
+
+def _local_chat_template(model: str) -> bool | None:
+    """Whether a local model directory ships a chat template (None: can't tell yet)."""
+    config = Path(model) / "tokenizer_config.json"
+    if not config.is_file():
+        return None
+    try:
+        data = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    return bool(data.get("chat_template")) or (Path(model) / "chat_template.jinja").is_file()
+
+
+def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome:
+    """Run (or resume) an evaluation; returns where it is and what was done."""
+    if opts.runs < 1:
+        raise UsageError("--runs must be at least 1")
+    frame = load_dataset(opts.data, limit=opts.limit)
+    fields = resolve_fields(
+        frame,
+        prompt_field=opts.prompt_field,
+        answer_field=opts.answer_field,
+        id_field=opts.id_field,
+        template=opts.template,
+        source=opts.data,
+    )
+    frame = assign_ids(frame, fields, source=opts.data)
+    references = dict(
+        zip(frame["sample_id"].to_list(), frame[fields.answer_field].to_list(), strict=True)
+    )
+    grader_spec = opts.grader or default_grader_spec(list(references.values()))
+    grader = get_grader(grader_spec)
+    run_dir = opts.out or default_run_dir(opts.data, opts.model)
+    store = RolloutStore(run_dir)
+    if opts.force_new and run_dir.exists():
+        for path in (store.rollouts_dir, store.manifest_path, store.samples_path):
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.exists():
+                path.unlink()
+    previous = store.read_manifest() if store.exists() else None
+    mode: Mode | None = opts.mode
+    if mode is None:
+        has_template = _local_chat_template(opts.model)
+        if has_template is not None:
+            mode = "chat" if has_template else "completion"
+    settings = EvalSettings(
+        model=opts.model,
+        backend=opts.backend,
+        runs=opts.runs,
+        mode=mode or "chat",
+        sampling=SamplingConfig(
+            temperature=opts.temperature,
+            top_p=opts.top_p,
+            max_tokens=opts.max_tokens,
+            stop=tuple(opts.stop),
+        ),
+        seed=opts.seed,
+        grader=grader_spec,
+        dataset_path=str(opts.data),
+        dataset_sha256=file_sha256(opts.data),
+        prompt_field=fields.prompt_field,
+        messages_field=fields.messages_field,
+        answer_field=fields.answer_field,
+        id_field=fields.id_field,
+        template=opts.template,
+        system=opts.system,
+        limit=opts.limit,
+        engine_options=dict(opts.engine_options),
+    )
+    # Refuse a mismatched resume before paying for an engine start.
+    skip = {"chat_template_sha256"} | ({"mode"} if mode is None else set())
+    _check_resume(previous, settings.manifest(), run_dir, ignore=skip)
+    try:
+        with open_backend(opts.backend, opts.model, seed=opts.seed, **opts.engine_options) as backend:
+            info = backend.info()
+            if mode is None:
+                mode = "chat" if info.has_chat_template else "completion"
+            settings.mode = mode
+            settings.chat_template_sha256 = info.chat_template_sha256 if mode == "chat" else None
+            manifest = settings.manifest(previous=previous)
+            manifest["backend_info"] = {"model": info.model, **info.extra}
+            _check_resume(previous, manifest, run_dir, ignore=set())
+            prompts_list = build_prompts(frame, fields, mode, system=opts.system, source=opts.data)
+            prompts = dict(zip(frame["sample_id"].to_list(), prompts_list, strict=True))
+            store.create()
+            store.write_samples(frame)
+            store.write_manifest(manifest)
+            result = run_eval(
+                store,
+                backend=backend,
+                grader=grader,
+                prompts=prompts,
+                references=references,
+                runs=opts.runs,
+                sampling=settings.sampling,
+                mode=mode,
+                seed=opts.seed,
+                chunk_size=opts.chunk_size,
+                progress=progress,
+            )
+    finally:
+        grader.close()
+    return EvalOutcome(run_dir=run_dir, result=result, settings=settings)
+
+
+def _check_resume(
+    previous: dict[str, Any] | None, new: dict[str, Any], run_dir: Path, *, ignore: set[str]
+) -> None:
+    if previous is None:
+        return
+    old = {k: v for k, v in previous.items() if k in SCORE_KEYS and k not in ignore}
+    cur = {k: v for k, v in new.items() if k in SCORE_KEYS and k not in ignore}
+    diffs = score_differences(old, cur)
+    if diffs:
+        raise UsageError(
+            f"{run_dir}: this run was made with other settings ({'; '.join(diffs)}); "
+            "re-run with the original settings to resume, or pass --force-new to start afresh"
+        )

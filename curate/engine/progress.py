@@ -1,0 +1,149 @@
+"""Progress for an eval: a rich live display on a terminal, sparse plain lines otherwise."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass
+class OutcomeTally:
+    """Per-sample running counts, for the live always-correct / always-wrong / mixed line."""
+
+    scored: dict[str, int] = field(default_factory=dict)
+    passed: dict[str, int] = field(default_factory=dict)
+
+    def add(self, sample_id: str, score: float | None) -> None:
+        if score is None:
+            return
+        self.scored[sample_id] = self.scored.get(sample_id, 0) + 1
+        if score >= 1.0:
+            self.passed[sample_id] = self.passed.get(sample_id, 0) + 1
+
+    def add_many(self, pairs: Iterable[tuple[str, float | None]]) -> None:
+        for sid, score in pairs:
+            self.add(sid, score)
+
+    def counts(self) -> tuple[int, int, int]:
+        """(always correct, always wrong, mixed) over samples scored so far."""
+        right = wrong = mixed = 0
+        for sid, n in self.scored.items():
+            c = self.passed.get(sid, 0)
+            if c == n:
+                right += 1
+            elif c == 0:
+                wrong += 1
+            else:
+                mixed += 1
+        return right, wrong, mixed
+
+    def line(self) -> str:
+        right, wrong, mixed = self.counts()
+        return f"always correct {right} · always wrong {wrong} · mixed {mixed}"
+
+
+class Progress(Protocol):
+    def start(self, total: int, done: int, tally: OutcomeTally) -> None: ...
+    def advance(self, rollouts: int, errors: int, tally: OutcomeTally) -> None: ...
+    def finish(self) -> None: ...
+
+
+class NullProgress:
+    def start(self, total: int, done: int, tally: OutcomeTally) -> None:
+        pass
+
+    def advance(self, rollouts: int, errors: int, tally: OutcomeTally) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+class PlainProgress:
+    """For CI logs: one line at most every `every_s` seconds, and a last one."""
+
+    def __init__(self, every_s: float = 10.0) -> None:
+        self.every_s = every_s
+        self.total = self.done = self.errors = 0
+        self._t0 = self._last = 0.0
+
+    def start(self, total: int, done: int, tally: OutcomeTally) -> None:
+        self.total, self.done = total, done
+        self._t0 = self._last = time.monotonic()
+        print(f"eval: {done}/{total} rollouts already stored", file=sys.stderr)
+
+    def advance(self, rollouts: int, errors: int, tally: OutcomeTally) -> None:
+        self.done += rollouts
+        self.errors += errors
+        now = time.monotonic()
+        if now - self._last >= self.every_s or self.done >= self.total:
+            self._last = now
+            rate = self.done_since_start() / max(now - self._t0, 1e-9)
+            print(
+                f"eval: {self.done}/{self.total} rollouts, {rate:.1f}/s, "
+                f"{self.errors} errors; {tally.line()}",
+                file=sys.stderr,
+            )
+
+    def done_since_start(self) -> int:
+        return self.done
+
+    def finish(self) -> None:
+        pass
+
+
+class RichProgress:
+    """Live bar: done of total, rollouts per second, ETA, and the outcome tally."""
+
+    def __init__(self) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress as RichBar,
+            TaskProgressColumn,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        self._bar = RichBar(
+            TextColumn("[bold]eval"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TaskProgressColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[tally]}"),
+            transient=False,
+        )
+        self._task = None
+        self._t0 = 0.0
+        self._new = 0
+
+    def start(self, total: int, done: int, tally: OutcomeTally) -> None:
+        self._t0 = time.monotonic()
+        self._bar.start()
+        self._task = self._bar.add_task(
+            "eval", total=total, completed=done, rate="", tally=tally.line()
+        )
+
+    def advance(self, rollouts: int, errors: int, tally: OutcomeTally) -> None:
+        self._new += rollouts
+        rate = self._new / max(time.monotonic() - self._t0, 1e-9)
+        assert self._task is not None
+        self._bar.update(
+            self._task, advance=rollouts, rate=f"{rate:.1f} rollouts/s", tally=tally.line()
+        )
+
+    def finish(self) -> None:
+        self._bar.stop()
+
+
+def make_progress(quiet: bool = False) -> Progress:
+    if quiet:
+        return NullProgress()
+    if sys.stderr.isatty():
+        return RichProgress()
+    return PlainProgress()

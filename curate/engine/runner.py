@@ -1,0 +1,188 @@
+"""The evaluation engine: plan the missing rollouts, generate in chunks, grade,
+and write each chunk as a shard as soon as it is done. The run directory is the
+cache: a re-run does only the (sample_id, run_idx) pairs that are not stored."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from curate.backends.base import (
+    Backend,
+    Generation,
+    GenerationRequest,
+    Mode,
+    Prompt,
+    SamplingConfig,
+)
+from curate.engine.progress import NullProgress, OutcomeTally, Progress
+from curate.engine.seeds import derive_seed
+from curate.errors import CurateError, RunError
+from curate.graders import Grader
+from curate.store.run_dir import RolloutStore
+
+
+@dataclass
+class EvalResult:
+    rollouts: int = 0
+    errors: int = 0
+    truncated: int = 0
+    skipped: int = 0  # already stored before this run
+    seconds: float = 0.0
+    shards: int = 0
+
+
+def plan_requests(
+    prompts: Mapping[str, Prompt],
+    runs: int,
+    done: set[tuple[str, int]],
+    base_seed: int,
+) -> list[GenerationRequest]:
+    """One request per contiguous block of missing runs of a sample."""
+    requests = []
+    for sid, prompt in prompts.items():
+        missing = [r for r in range(runs) if (sid, r) not in done]
+        for start, count in _blocks(missing):
+            requests.append(
+                GenerationRequest(
+                    sample_id=sid,
+                    prompt=prompt,
+                    n=count,
+                    first_run=start,
+                    seed=derive_seed(base_seed, sid, start),
+                )
+            )
+    return requests
+
+
+def _blocks(indices: list[int]) -> Iterator[tuple[int, int]]:
+    start = prev = None
+    for i in indices:
+        if start is None:
+            start = prev = i
+        elif i == prev + 1:  # type: ignore[operator]
+            prev = i
+        else:
+            yield start, prev - start + 1  # type: ignore[operator]
+            start = prev = i
+    if start is not None:
+        yield start, prev - start + 1  # type: ignore[operator]
+
+
+def _chunks(items: Sequence[GenerationRequest], size: int) -> Iterator[Sequence[GenerationRequest]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def grade_generations(
+    requests: Sequence[GenerationRequest],
+    generations: Sequence[Sequence[Generation]],
+    references: Mapping[str, Any],
+    grader: Grader,
+) -> dict[str, list[Any]]:
+    """Rollout rows (column -> values) for a chunk; failed generations become error rows."""
+    cols: dict[str, list[Any]] = {
+        k: []
+        for k in (
+            "sample_id", "run_idx", "score", "error", "completion", "extracted",
+            "finish_reason", "truncated", "prompt_tokens", "completion_tokens",
+            "latency_s", "seed", "attempts",
+        )
+    }
+    to_grade: list[int] = []
+    for req, gens in zip(requests, generations, strict=True):
+        for offset, gen in enumerate(gens):
+            row = len(cols["sample_id"])
+            cols["sample_id"].append(req.sample_id)
+            cols["run_idx"].append(req.first_run + offset)
+            cols["score"].append(None)
+            cols["error"].append(gen.error)
+            cols["completion"].append(gen.text)
+            cols["extracted"].append(None)
+            cols["finish_reason"].append(gen.finish_reason)
+            cols["truncated"].append(gen.finish_reason == "length")
+            cols["prompt_tokens"].append(gen.prompt_tokens)
+            cols["completion_tokens"].append(gen.completion_tokens)
+            cols["latency_s"].append(gen.latency_s)
+            cols["seed"].append(req.seed)
+            cols["attempts"].append(gen.attempts)
+            if gen.error is None:
+                if gen.text is None:
+                    cols["error"][row] = "backend returned no text"
+                else:
+                    to_grade.append(row)
+    if to_grade:
+        results = grader.grade_batch(
+            [cols["completion"][i] for i in to_grade],
+            [references[cols["sample_id"][i]] for i in to_grade],
+        )
+        for i, res in zip(to_grade, results, strict=True):
+            cols["extracted"][i] = res.extracted
+            if res.error is not None:
+                cols["error"][i] = f"grader: {res.error}"
+            else:
+                cols["score"][i] = res.score
+    return cols
+
+
+def run_eval(
+    store: RolloutStore,
+    *,
+    backend: Backend,
+    grader: Grader,
+    prompts: Mapping[str, Prompt],
+    references: Mapping[str, Any],
+    runs: int,
+    sampling: SamplingConfig,
+    mode: Mode,
+    seed: int,
+    chunk_size: int = 256,
+    progress: Progress | None = None,
+) -> EvalResult:
+    """Generate and grade every missing (sample_id, run_idx) with run_idx < runs."""
+    import polars as pl
+
+    progress = progress or NullProgress()
+    existing = store.rollouts(["sample_id", "run_idx", "score", "error"]) if store.shard_paths() else None
+    done: set[tuple[str, int]] = set()
+    tally = OutcomeTally()
+    if existing is not None and existing.height:
+        scored = existing.filter(pl.col("error").is_null() & pl.col("sample_id").is_in(list(prompts)))
+        done = set(zip(scored["sample_id"].to_list(), scored["run_idx"].to_list(), strict=True))
+        tally.add_many(
+            (s, v) for s, r, v in zip(
+                scored["sample_id"], scored["run_idx"], scored["score"], strict=True
+            ) if r < runs
+        )
+    requests = plan_requests(prompts, runs, done, seed)
+    total = len(prompts) * runs
+    todo = sum(r.n for r in requests)
+    result = EvalResult(skipped=total - todo)
+    start = time.perf_counter()
+    progress.start(total, total - todo, tally)
+    try:
+        for chunk in _chunks(requests, max(1, chunk_size)):
+            try:
+                generations = backend.generate(chunk, sampling, mode)
+            except CurateError:
+                raise
+            except Exception as exc:
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+                raise RunError(f"generation failed: {type(exc).__name__}: {first}") from exc
+            cols = grade_generations(chunk, generations, references, grader)
+            frame = pl.DataFrame(cols, schema_overrides={"run_idx": pl.Int32})
+            store.append(frame)
+            n = frame.height
+            errors = sum(e is not None for e in cols["error"])
+            result.rollouts += n
+            result.errors += errors
+            result.truncated += sum(bool(t) for t in cols["truncated"])
+            result.shards += 1
+            tally.add_many(zip(cols["sample_id"], cols["score"], strict=True))
+            progress.advance(n, errors, tally)
+    finally:
+        progress.finish()
+        result.seconds = time.perf_counter() - start
+    return result

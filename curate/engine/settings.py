@@ -1,0 +1,82 @@
+"""What a run is: the settings that change its scores, kept in the manifest and
+compared on resume."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from curate import __version__
+from curate.backends.base import Mode, SamplingConfig
+
+# Manifest keys whose change would change the scores: a resume must refuse them.
+SCORE_KEYS = (
+    "model",
+    "mode",
+    "chat_template_sha256",
+    "system",
+    "template",
+    "prompt_field",
+    "messages_field",
+    "answer_field",
+    "id_field",
+    "sampling",
+    "seed",
+    "grader",
+    "dataset_sha256",
+)
+
+
+@dataclass
+class EvalSettings:
+    model: str
+    backend: str
+    runs: int
+    mode: Mode
+    sampling: SamplingConfig
+    seed: int
+    grader: str
+    dataset_path: str
+    dataset_sha256: str
+    prompt_field: str | None
+    messages_field: str | None
+    answer_field: str
+    id_field: str | None
+    template: str | None = None
+    system: str | None = None
+    chat_template_sha256: str | None = None
+    limit: int | None = None
+    engine_options: dict[str, Any] = field(default_factory=dict)
+
+    def manifest(self, *, previous: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The manifest body. Secrets never enter it: settings hold no keys."""
+        now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        body = asdict(self)
+        body["sampling"] = self.sampling.as_dict()
+        body.update(
+            curate_version=__version__,
+            created_at=(previous or {}).get("created_at", now),
+            updated_at=now,
+            adaptive=False,
+        )
+        return body
+
+
+def score_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Human-readable list of score-changing settings that differ."""
+    diffs = []
+    for key in SCORE_KEYS:
+        a, b = old.get(key), new.get(key)
+        if key == "sampling" and isinstance(a, dict) and isinstance(b, dict):
+            for sub in sorted(set(a) | set(b)):
+                if a.get(sub) != b.get(sub):
+                    diffs.append(f"{sub} {a.get(sub)!r} -> {b.get(sub)!r}")
+        elif a != b:
+            if key == "dataset_sha256":
+                diffs.append("data set contents changed")
+            elif key == "chat_template_sha256":
+                diffs.append("chat template changed")
+            else:
+                diffs.append(f"{key} {a!r} -> {b!r}")
+    return diffs
