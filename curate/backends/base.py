@@ -3,7 +3,7 @@ the job of the context manager that `open_backend` returns, not of the interface
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -73,3 +73,16 @@ class Backend(Protocol):
     def generate(
         self, requests: Sequence[GenerationRequest], sampling: SamplingConfig, mode: Mode
     ) -> list[list[Generation]]: ...
+
+
+@runtime_checkable
+class StreamingBackend(Backend, Protocol):
+    """A backend that can hand back each request's generations as soon as they finish.
+
+    `stream` yields (index into `requests`, that request's generations) in
+    completion order; the engine writes them to disk within seconds.
+    """
+
+    def stream(
+        self, requests: Sequence[GenerationRequest], sampling: SamplingConfig, mode: Mode
+    ) -> Iterator[tuple[int, list[Generation]]]: ...

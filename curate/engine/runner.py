@@ -11,6 +11,7 @@ from typing import Any
 
 from curate.backends.base import (
     Backend,
+    StreamingBackend,
     Generation,
     GenerationRequest,
     Mode,
@@ -22,6 +23,12 @@ from curate.engine.seeds import derive_seed
 from curate.errors import CurateError, RunError
 from curate.graders import Grader
 from curate.store.run_dir import RolloutStore
+
+# Prompts per engine call, and per shard: large enough that the engine batches
+# well, small enough that a killed run loses little.
+DEFAULT_CHUNK_SIZE = 256
+# A streaming backend's finished rollouts reach disk at least this often.
+FLUSH_SECONDS = 2.0
 
 
 @dataclass
@@ -127,6 +134,59 @@ def grade_generations(
     return cols
 
 
+def _generate(
+    backend: Backend,
+    requests: Sequence[GenerationRequest],
+    sampling: SamplingConfig,
+    mode: Mode,
+    chunk_size: int,
+) -> Iterator[tuple[Sequence[GenerationRequest], Sequence[Sequence[Generation]]]]:
+    """Batches of (requests, their generations), ready to grade and store.
+
+    A batch backend is called once per chunk. A streaming backend is consumed as
+    results arrive and flushed every FLUSH_SECONDS (or chunk_size requests), so a
+    killed run loses at most what was in flight.
+    """
+    if isinstance(backend, StreamingBackend):
+        done_reqs: list[GenerationRequest] = []
+        done_gens: list[list[Generation]] = []
+        last = time.monotonic()
+        for index, gens in _guard(lambda: backend.stream(requests, sampling, mode)):
+            done_reqs.append(requests[index])
+            done_gens.append(gens)
+            now = time.monotonic()
+            if len(done_reqs) >= chunk_size or now - last >= FLUSH_SECONDS:
+                yield done_reqs, done_gens
+                done_reqs, done_gens, last = [], [], now
+        if done_reqs:
+            yield done_reqs, done_gens
+        return
+    for chunk in _chunks(requests, max(1, chunk_size)):
+        yield chunk, _call(lambda: backend.generate(chunk, sampling, mode))
+
+
+def _call(fn):  # type: ignore[no-untyped-def]
+    """Run a backend call; an unexpected exception stops the run with one line."""
+    try:
+        return fn()
+    except CurateError:
+        raise
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise RunError(f"generation failed: {type(exc).__name__}: {first}") from exc
+
+
+def _guard(make_iter):  # type: ignore[no-untyped-def]
+    """Iterate a backend stream, turning its unexpected exceptions into RunError."""
+    iterator = _call(make_iter)
+    end = object()
+    while True:
+        item = _call(lambda: next(iterator, end))
+        if item is end:
+            return
+        yield item
+
+
 def run_eval(
     store: RolloutStore,
     *,
@@ -138,7 +198,7 @@ def run_eval(
     sampling: SamplingConfig,
     mode: Mode,
     seed: int,
-    chunk_size: int = 256,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
     progress: Progress | None = None,
 ) -> EvalResult:
     """Generate and grade every missing (sample_id, run_idx) with run_idx < runs."""
@@ -163,14 +223,7 @@ def run_eval(
     start = time.perf_counter()
     progress.start(total, total - todo, tally)
     try:
-        for chunk in _chunks(requests, max(1, chunk_size)):
-            try:
-                generations = backend.generate(chunk, sampling, mode)
-            except CurateError:
-                raise
-            except Exception as exc:
-                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-                raise RunError(f"generation failed: {type(exc).__name__}: {first}") from exc
+        for chunk, generations in _generate(backend, requests, sampling, mode, chunk_size):
             cols = grade_generations(chunk, generations, references, grader)
             frame = pl.DataFrame(cols, schema_overrides={"run_idx": pl.Int32})
             store.append(frame)

@@ -1,0 +1,123 @@
+"""Benchmark: `curate eval` through the vLLM backend against a bare `LLM.chat` call.
+
+Both sides share one engine (start-up excluded on both), the same prompts and the
+same sampling settings (SamplingParams(n=N) per prompt, the same per-prompt seeds).
+The curate side includes everything the command does after start-up: planning,
+generation in chunks, grading, and writing every rollout to Parquet shards.
+
+    python benchmarks/bench_eval_vllm.py [--runs 16] [--repeat 3] [--no-check]
+
+Target (issue 3): curate's wall time at most 1.05x the bare call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=str(ROOT / "sample_data" / "tiny-math"))
+    parser.add_argument("--data", default=str(ROOT / "sample_data" / "arithmetic.jsonl"))
+    parser.add_argument("--runs", type=int, default=16)
+    parser.add_argument("--max-tokens", type=int, default=16)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--chunk-size", type=int, default=None)
+    parser.add_argument("--target", type=float, default=1.05)
+    parser.add_argument("--no-check", action="store_true")
+    args = parser.parse_args()
+
+    from vllm import SamplingParams
+
+    from curate.backends.base import SamplingConfig
+    from curate.backends.vllm_local import open_vllm
+    from curate.data.samples import assign_ids, build_prompts, load_dataset, resolve_fields
+    from curate.engine.runner import DEFAULT_CHUNK_SIZE, run_eval
+    from curate.engine.seeds import derive_seed
+    from curate.graders import get_grader
+    from curate.store.run_dir import RolloutStore
+
+    frame = load_dataset(args.data)
+    fields = resolve_fields(frame)
+    frame = assign_ids(frame, fields)
+    prompts_list = build_prompts(frame, fields, "chat")
+    ids = frame["sample_id"].to_list()
+    prompts = dict(zip(ids, prompts_list, strict=True))
+    refs = dict(zip(ids, frame[fields.answer_field].to_list(), strict=True))
+    sampling = SamplingConfig(temperature=1.0, top_p=1.0, max_tokens=args.max_tokens)
+    seed = 0
+    chunk = args.chunk_size or DEFAULT_CHUNK_SIZE
+    rollouts = len(ids) * args.runs
+
+    t0 = time.perf_counter()
+    with open_vllm(args.model, seed=seed) as backend:
+        startup = time.perf_counter() - t0
+        llm = backend._llm  # the same engine for the bare baseline
+        params = [
+            SamplingParams(
+                n=args.runs,
+                temperature=sampling.temperature,
+                top_p=sampling.top_p,
+                max_tokens=sampling.max_tokens,
+                seed=derive_seed(seed, sid, 0),
+            )
+            for sid in ids
+        ]
+
+        def bare() -> float:
+            start = time.perf_counter()
+            outs = llm.chat(prompts_list, sampling_params=params, use_tqdm=False)
+            assert sum(len(o.outputs) for o in outs) == rollouts
+            return time.perf_counter() - start
+
+        def curate() -> float:
+            grader = get_grader("numeric")
+            with tempfile.TemporaryDirectory() as tmp:
+                store = RolloutStore(Path(tmp) / "run")
+                start = time.perf_counter()
+                result = run_eval(
+                    store, backend=backend, grader=grader, prompts=prompts, references=refs,
+                    runs=args.runs, sampling=sampling, mode="chat", seed=seed, chunk_size=chunk,
+                )
+                elapsed = time.perf_counter() - start
+                assert result.rollouts == rollouts
+                assert store.rollouts(["sample_id", "run_idx"]).height == rollouts
+            grader.close()
+            return elapsed
+
+        bare()  # warm-up: first batches pay one-off costs on both sides
+        curate()
+        bare_t: list[float] = []
+        cur_t: list[float] = []
+        for i in range(args.repeat):
+            # Alternate the order so drift on a shared machine hits both sides.
+            if i % 2 == 0:
+                bare_t.append(bare())
+                cur_t.append(curate())
+            else:
+                cur_t.append(curate())
+                bare_t.append(bare())
+
+    b, c = statistics.median(bare_t), statistics.median(cur_t)
+    ratio = c / b
+    print(f"engine start-up (excluded): {startup:.1f} s")
+    print(f"workload: {len(ids)} prompts x {args.runs} rollouts = {rollouts}, "
+          f"max_tokens={args.max_tokens}, chunk size {chunk}")
+    print(f"bare LLM.chat:      median {b:.3f} s  ({rollouts / b:,.0f} rollouts/s)  runs {bare_t}")
+    print(f"curate run_eval:    median {c:.3f} s  ({rollouts / c:,.0f} rollouts/s)  runs {cur_t}")
+    print(f"ratio curate/bare:  {ratio:.3f}x  (target <= {args.target:.2f}x)")
+    if ratio > args.target and not args.no_check:
+        print("FAIL: curate eval is slower than the target ratio", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

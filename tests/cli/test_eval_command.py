@@ -1,0 +1,115 @@
+"""`curate eval` end to end: real subprocesses, the real engine, a real kill -9."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from curate.cli.app import app
+from curate.store.run_dir import RolloutStore
+from tests.conftest import ARITHMETIC, ROOT, TINY_MODEL
+
+ENGINE_FLAGS = ["--gpu-memory-utilization", "0.05", "--max-model-len", "256"]
+
+
+def _curate(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "curate", *args],
+        capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+        env={**os.environ, "CURATE_DEBUG": ""},
+    )
+
+
+def test_eval_bad_inputs_exit_2_with_one_line(tmp_path: Path) -> None:
+    runner = CliRunner()
+    cases = [
+        (["eval", str(tmp_path / "nope.jsonl"), "--model", "m"], "no such file"),
+        (["eval", str(ARITHMETIC), "--model", "m", "--backend", "nope"], "unknown backend"),
+        (["eval", str(ARITHMETIC), "--model", "m", "--grader", "python:missing.py:f"], "missing.py"),
+        (["eval", str(ARITHMETIC), "--model", "m", "--answer-field", "zzz"], "zzz"),
+    ]
+    for args, needle in cases:
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, (args, result.output)
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and needle in lines[0], (args, result.stderr)
+        assert "Traceback" not in result.output
+
+
+def test_mismatched_rerun_is_refused_before_the_engine_starts(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    RolloutStore(run).create()
+    RolloutStore(run).write_manifest(
+        {"model": str(TINY_MODEL), "sampling": {"temperature": 0.2}, "grader": "numeric"}
+    )
+    result = CliRunner().invoke(
+        app, ["eval", str(ARITHMETIC), "--model", str(TINY_MODEL), "--out", str(run)]
+    )
+    assert result.exit_code == 2
+    assert "temperature 0.2 -> 1.0" in result.stderr and "--force-new" in result.stderr
+
+
+@pytest.mark.slow
+def test_eval_then_report_plot_filter_as_subprocesses(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    res = _curate("eval", str(ARITHMETIC), "--backend", "vllm", "--model", str(TINY_MODEL),
+                  "--limit", "60", "-n", "4", "--max-tokens", "16", "--out", str(run), *ENGINE_FLAGS)
+    assert res.returncode == 0, res.stderr[-2000:]
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["mode"] == "chat" and len(manifest["chat_template_sha256"]) == 64
+    assert manifest["grader"] == "numeric" and manifest["runs"] == 4
+    assert "key" not in json.dumps(manifest).lower()
+    rep = _curate("report", str(run), "--format", "json")
+    assert rep.returncode == 0, rep.stderr
+    body = json.loads(rep.stdout)
+    assert body["samples"] == 60 and body["rollouts"] == 240
+    assert sum(body["categories"].values()) == 60
+    assert _curate("plot", str(run), "-o", str(tmp_path / "v.png")).returncode == 0
+    assert (tmp_path / "v.png").stat().st_size > 1000
+    flt = _curate("filter", str(run), "-o", str(tmp_path / "keep.jsonl"))
+    assert flt.returncode == 0, flt.stderr
+    kept = pl.read_ndjson(tmp_path / "keep.jsonl")
+    assert {"question", "answer", "difficulty", "pass_rate", "variance", "n_rollouts"} <= set(kept.columns)
+
+
+@pytest.mark.slow
+def test_resume_after_kill_9_loses_nothing_and_duplicates_nothing(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    args = [sys.executable, "-m", "curate", "eval", str(ARITHMETIC), "--backend", "vllm",
+            "--model", str(TINY_MODEL), "-n", "8", "--max-tokens", "16", "--chunk-size", "3",
+            "--out", str(run), "--quiet", *ENGINE_FLAGS]
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    shards = run / "rollouts"
+    deadline = time.monotonic() + 300
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            if shards.is_dir() and len(list(shards.glob("part-*.parquet"))) >= 3:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "eval finished before it could be killed"
+        os.killpg(proc.pid, signal.SIGKILL)  # the engine's workers too
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    before = RolloutStore(run).rollouts()
+    assert 0 < before.height < 300 * 8
+    res = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert f"{before.height} already stored" in res.stdout
+    after = RolloutStore(run).rollouts()
+    assert after.height == 300 * 8
+    assert after.select(pl.struct("sample_id", "run_idx").is_unique().all()).item()
+    kept = before.join(after, on=["sample_id", "run_idx"], suffix="_after")
+    assert kept.height == before.height
+    assert (kept["completion"] == kept["completion_after"]).all()

@@ -1,0 +1,23 @@
+"""Shared fixtures: the real vLLM engine on the bundled tiny model, one per session."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY_MODEL = ROOT / "sample_data" / "tiny-math"
+ARITHMETIC = ROOT / "sample_data" / "arithmetic.jsonl"
+# Small KV cache: the session engine and a subprocess engine may run side by side.
+TEST_ENGINE_OPTIONS = {"gpu_memory_utilization": 0.05, "max_model_len": 256}
+
+
+@pytest.fixture(scope="session")
+def vllm_backend() -> Iterator[object]:
+    pytest.importorskip("vllm")
+    from curate.backends.vllm_local import open_vllm
+
+    with open_vllm(str(TINY_MODEL), seed=0, **TEST_ENGINE_OPTIONS) as backend:
+        yield backend
