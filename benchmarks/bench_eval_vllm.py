@@ -83,8 +83,16 @@ def main() -> int:
                 store = RolloutStore(Path(tmp) / "run")
                 start = time.perf_counter()
                 result = run_eval(
-                    store, backend=backend, grader=grader, prompts=prompts, references=refs,
-                    runs=args.runs, sampling=sampling, mode="chat", seed=seed, chunk_size=chunk,
+                    store,
+                    backend=backend,
+                    grader=grader,
+                    prompts=prompts,
+                    references=refs,
+                    runs=args.runs,
+                    sampling=sampling,
+                    mode="chat",
+                    seed=seed,
+                    chunk_size=chunk,
                 )
                 elapsed = time.perf_counter() - start
                 assert result.rollouts == rollouts
@@ -108,8 +116,10 @@ def main() -> int:
     b, c = statistics.median(bare_t), statistics.median(cur_t)
     ratio = c / b
     print(f"engine start-up (excluded): {startup:.1f} s")
-    print(f"workload: {len(ids)} prompts x {args.runs} rollouts = {rollouts}, "
-          f"max_tokens={args.max_tokens}, chunk size {chunk}")
+    print(
+        f"workload: {len(ids)} prompts x {args.runs} rollouts = {rollouts}, "
+        f"max_tokens={args.max_tokens}, chunk size {chunk}"
+    )
     print(f"bare LLM.chat:      median {b:.3f} s  ({rollouts / b:,.0f} rollouts/s)  runs {bare_t}")
     print(f"curate run_eval:    median {c:.3f} s  ({rollouts / c:,.0f} rollouts/s)  runs {cur_t}")
     print(f"ratio curate/bare:  {ratio:.3f}x  (target <= {args.target:.2f}x)")

@@ -75,6 +75,7 @@ class FakeBackend:
 
 
 @contextlib.contextmanager
-def open_fake(model: str, *, answers: Mapping[str, tuple[str, float]] | None = None,
-              **_: Any) -> Iterator[FakeBackend]:
+def open_fake(
+    model: str, *, answers: Mapping[str, tuple[str, float]] | None = None, **_: Any
+) -> Iterator[FakeBackend]:
     yield FakeBackend(answers=answers or {}, model=model)

@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import vllm  # noqa: F401  (a missing extra fails here, at backend selection)
+import vllm
 
 from curate.backends.base import (
     BackendInfo,

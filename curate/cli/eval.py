@@ -28,8 +28,9 @@ def eval_cmd(
     runs: Annotated[int, typer.Option("--runs", "-n", min=1, help="Rollouts per sample.")] = 8,
     out: Annotated[
         Path | None,
-        typer.Option("--out", "-o", help="Run directory [default: runs/DATA__MODEL].",
-                     show_default=False),
+        typer.Option(
+            "--out", "-o", help="Run directory [default: runs/DATA__MODEL].", show_default=False
+        ),
     ] = None,
     grader: Annotated[
         str | None,
@@ -48,8 +49,11 @@ def eval_cmd(
     seed: Annotated[int, typer.Option(help="Base seed; each rollout's seed derives from it.")] = 0,
     mode: Annotated[
         ModeChoice | None,
-        typer.Option(help="chat applies the model's chat template; completion sends raw text "
-                     "[default: chat when the model has a chat template].", show_default=False),
+        typer.Option(
+            help="chat applies the model's chat template; completion sends raw text "
+            "[default: chat when the model has a chat template].",
+            show_default=False,
+        ),
     ] = None,
     system: Annotated[str | None, typer.Option(help="System prompt.")] = None,
     template: Annotated[
@@ -71,8 +75,11 @@ def eval_cmd(
     max_model_len: Annotated[int | None, typer.Option(help="vLLM: context length.")] = None,
     gpu_memory_utilization: Annotated[
         float | None,
-        typer.Option(help="vLLM: memory share for the KV cache (on CPU: share of RAM) "
-                     "[default: 0.9 GPU, 0.2 CPU].", show_default=False),
+        typer.Option(
+            help="vLLM: memory share for the KV cache (on CPU: share of RAM) "
+            "[default: 0.9 GPU, 0.2 CPU].",
+            show_default=False,
+        ),
     ] = None,
     dtype: Annotated[str, typer.Option(help="vLLM: weight dtype.")] = "auto",
     trust_remote_code: Annotated[bool, typer.Option(help="vLLM: allow model code.")] = False,

@@ -104,7 +104,7 @@ def resolve_fields(
             if prompt_field is None:
                 raise InputError(
                     "no prompt column found (looked for "
-                    f"{', '.join(PROMPT_FIELDS + ('messages',))}); name one with --prompt-field "
+                    f"{', '.join((*PROMPT_FIELDS, 'messages'))}); name one with --prompt-field "
                     "or give --template",
                     path=source,
                 )

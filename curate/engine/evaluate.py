@@ -138,7 +138,9 @@ def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome
     skip = {"chat_template_sha256"} | ({"mode"} if mode is None else set())
     _check_resume(previous, settings.manifest(), run_dir, ignore=skip)
     try:
-        with open_backend(opts.backend, opts.model, seed=opts.seed, **opts.engine_options) as backend:
+        with open_backend(
+            opts.backend, opts.model, seed=opts.seed, **opts.engine_options
+        ) as backend:
             info = backend.info()
             if mode is None:
                 mode = "chat" if info.has_chat_template else "completion"

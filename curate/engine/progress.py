@@ -102,10 +102,12 @@ class RichProgress:
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
-            Progress as RichBar,
             TaskProgressColumn,
             TextColumn,
             TimeRemainingColumn,
+        )
+        from rich.progress import (
+            Progress as RichBar,
         )
 
         self._bar = RichBar(

@@ -11,12 +11,12 @@ from typing import Any
 
 from curate.backends.base import (
     Backend,
-    StreamingBackend,
     Generation,
     GenerationRequest,
     Mode,
     Prompt,
     SamplingConfig,
+    StreamingBackend,
 )
 from curate.engine.progress import NullProgress, OutcomeTally, Progress
 from curate.engine.seeds import derive_seed
@@ -93,9 +93,19 @@ def grade_generations(
     cols: dict[str, list[Any]] = {
         k: []
         for k in (
-            "sample_id", "run_idx", "score", "error", "completion", "extracted",
-            "finish_reason", "truncated", "prompt_tokens", "completion_tokens",
-            "latency_s", "seed", "attempts",
+            "sample_id",
+            "run_idx",
+            "score",
+            "error",
+            "completion",
+            "extracted",
+            "finish_reason",
+            "truncated",
+            "prompt_tokens",
+            "completion_tokens",
+            "latency_s",
+            "seed",
+            "attempts",
         )
     }
     to_grade: list[int] = []
@@ -162,7 +172,7 @@ def _generate(
             yield done_reqs, done_gens
         return
     for chunk in _chunks(requests, max(1, chunk_size)):
-        yield chunk, _call(lambda: backend.generate(chunk, sampling, mode))
+        yield chunk, _call(lambda c=chunk: backend.generate(c, sampling, mode))
 
 
 def _call(fn):  # type: ignore[no-untyped-def]
@@ -205,16 +215,20 @@ def run_eval(
     import polars as pl
 
     progress = progress or NullProgress()
-    existing = store.rollouts(["sample_id", "run_idx", "score", "error"]) if store.shard_paths() else None
+    existing = (
+        store.rollouts(["sample_id", "run_idx", "score", "error"]) if store.shard_paths() else None
+    )
     done: set[tuple[str, int]] = set()
     tally = OutcomeTally()
     if existing is not None and existing.height:
-        scored = existing.filter(pl.col("error").is_null() & pl.col("sample_id").is_in(list(prompts)))
+        scored = existing.filter(
+            pl.col("error").is_null() & pl.col("sample_id").is_in(list(prompts))
+        )
         done = set(zip(scored["sample_id"].to_list(), scored["run_idx"].to_list(), strict=True))
         tally.add_many(
-            (s, v) for s, r, v in zip(
-                scored["sample_id"], scored["run_idx"], scored["score"], strict=True
-            ) if r < runs
+            (s, v)
+            for s, r, v in zip(scored["sample_id"], scored["run_idx"], scored["score"], strict=True)
+            if r < runs
         )
     requests = plan_requests(prompts, runs, done, seed)
     total = len(prompts) * runs

@@ -39,8 +39,15 @@ def test_full_eval_on_the_real_engine(vllm_backend: Any, tmp_path: Path) -> None
     store = RolloutStore(tmp_path / "run")
     grader = get_grader("numeric")
     result = run_eval(
-        store, backend=vllm_backend, grader=grader, prompts=prompts, references=refs, runs=8,
-        sampling=SamplingConfig(temperature=1.0, max_tokens=16), mode="chat", seed=0,
+        store,
+        backend=vllm_backend,
+        grader=grader,
+        prompts=prompts,
+        references=refs,
+        runs=8,
+        sampling=SamplingConfig(temperature=1.0, max_tokens=16),
+        mode="chat",
+        seed=0,
     )
     grader.close()
     assert result.rollouts == 300 * 8 and result.errors == 0
@@ -78,8 +85,15 @@ def test_truncated_completions_are_flagged_and_graded(vllm_backend: Any, tmp_pat
     store = RolloutStore(tmp_path / "run")
     grader = get_grader("numeric")
     run_eval(
-        store, backend=vllm_backend, grader=grader, prompts=prompts, references=refs, runs=2,
-        sampling=SamplingConfig(temperature=1.0, max_tokens=1), mode="chat", seed=0,
+        store,
+        backend=vllm_backend,
+        grader=grader,
+        prompts=prompts,
+        references=refs,
+        runs=2,
+        sampling=SamplingConfig(temperature=1.0, max_tokens=1),
+        mode="chat",
+        seed=0,
     )
     frame = store.rollouts()
     long = frame.filter(pl.col("finish_reason") == "length")

@@ -24,7 +24,10 @@ ENGINE_FLAGS = ["--gpu-memory-utilization", "0.05", "--max-model-len", "256"]
 def _curate(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "curate", *args],
-        capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
         env={**os.environ, "CURATE_DEBUG": ""},
     )
 
@@ -34,7 +37,10 @@ def test_eval_bad_inputs_exit_2_with_one_line(tmp_path: Path) -> None:
     cases = [
         (["eval", str(tmp_path / "nope.jsonl"), "--model", "m"], "no such file"),
         (["eval", str(ARITHMETIC), "--model", "m", "--backend", "nope"], "unknown backend"),
-        (["eval", str(ARITHMETIC), "--model", "m", "--grader", "python:missing.py:f"], "missing.py"),
+        (
+            ["eval", str(ARITHMETIC), "--model", "m", "--grader", "python:missing.py:f"],
+            "missing.py",
+        ),
         (["eval", str(ARITHMETIC), "--model", "m", "--answer-field", "zzz"], "zzz"),
     ]
     for args, needle in cases:
@@ -61,8 +67,23 @@ def test_mismatched_rerun_is_refused_before_the_engine_starts(tmp_path: Path) ->
 @pytest.mark.slow
 def test_eval_then_report_plot_filter_as_subprocesses(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    res = _curate("eval", str(ARITHMETIC), "--backend", "vllm", "--model", str(TINY_MODEL),
-                  "--limit", "60", "-n", "4", "--max-tokens", "16", "--out", str(run), *ENGINE_FLAGS)
+    res = _curate(
+        "eval",
+        str(ARITHMETIC),
+        "--backend",
+        "vllm",
+        "--model",
+        str(TINY_MODEL),
+        "--limit",
+        "60",
+        "-n",
+        "4",
+        "--max-tokens",
+        "16",
+        "--out",
+        str(run),
+        *ENGINE_FLAGS,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["mode"] == "chat" and len(manifest["chat_template_sha256"]) == 64
@@ -78,17 +99,38 @@ def test_eval_then_report_plot_filter_as_subprocesses(tmp_path: Path) -> None:
     flt = _curate("filter", str(run), "-o", str(tmp_path / "keep.jsonl"))
     assert flt.returncode == 0, flt.stderr
     kept = pl.read_ndjson(tmp_path / "keep.jsonl")
-    assert {"question", "answer", "difficulty", "pass_rate", "variance", "n_rollouts"} <= set(kept.columns)
+    assert {"question", "answer", "difficulty", "pass_rate", "variance", "n_rollouts"} <= set(
+        kept.columns
+    )
 
 
 @pytest.mark.slow
 def test_resume_after_kill_9_loses_nothing_and_duplicates_nothing(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    args = [sys.executable, "-m", "curate", "eval", str(ARITHMETIC), "--backend", "vllm",
-            "--model", str(TINY_MODEL), "-n", "8", "--max-tokens", "16", "--chunk-size", "3",
-            "--out", str(run), "--quiet", *ENGINE_FLAGS]
-    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    args = [
+        sys.executable,
+        "-m",
+        "curate",
+        "eval",
+        str(ARITHMETIC),
+        "--backend",
+        "vllm",
+        "--model",
+        str(TINY_MODEL),
+        "-n",
+        "8",
+        "--max-tokens",
+        "16",
+        "--chunk-size",
+        "3",
+        "--out",
+        str(run),
+        "--quiet",
+        *ENGINE_FLAGS,
+    ]
+    proc = subprocess.Popen(
+        args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
     shards = run / "rollouts"
     deadline = time.monotonic() + 300
     try:

@@ -18,7 +18,11 @@ def _write(path: Path, rows: list[dict[str, object]]) -> Path:
 def test_common_field_names_are_recognised(tmp_path: Path) -> None:
     frame = load_dataset(_write(tmp_path / "d.jsonl", [{"problem": "1+1", "solution": "2"}]))
     fields = resolve_fields(frame)
-    assert (fields.prompt_field, fields.answer_field, fields.id_field) == ("problem", "solution", None)
+    assert (fields.prompt_field, fields.answer_field, fields.id_field) == (
+        "problem",
+        "solution",
+        None,
+    )
 
 
 def test_messages_are_detected_and_system_prepended(tmp_path: Path) -> None:
@@ -28,7 +32,10 @@ def test_messages_are_detected_and_system_prepended(tmp_path: Path) -> None:
     assert fields.messages_field == "messages"
     frame = assign_ids(frame, fields)
     prompts = build_prompts(frame, fields, "chat", system="be brief")
-    assert prompts[0] == [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
+    assert prompts[0] == [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "hi"},
+    ]
     with pytest.raises(UsageError):
         build_prompts(frame, fields, "completion")
 
@@ -45,7 +52,7 @@ def test_template_and_completion_mode(tmp_path: Path) -> None:
 def test_content_hash_ids_are_stable_under_reordering(tmp_path: Path) -> None:
     rows = [{"question": f"q{i}", "answer": str(i)} for i in range(5)]
     a = load_dataset(_write(tmp_path / "a.jsonl", rows))
-    b = load_dataset(_write(tmp_path / "b.jsonl", list(reversed(rows)) + [rows[0]]))
+    b = load_dataset(_write(tmp_path / "b.jsonl", [*reversed(rows), rows[0]]))
     fa, fb = resolve_fields(a), resolve_fields(b)
     ids_a = dict(zip(assign_ids(a, fa)["question"], assign_ids(a, fa)["sample_id"], strict=True))
     ib = assign_ids(b, fb)
@@ -55,8 +62,12 @@ def test_content_hash_ids_are_stable_under_reordering(tmp_path: Path) -> None:
 
 
 def test_id_field_duplicates_and_missing_columns_are_input_errors(tmp_path: Path) -> None:
-    frame = load_dataset(_write(tmp_path / "d.jsonl", [{"id": 1, "question": "a", "answer": "1"},
-                                                      {"id": 1, "question": "b", "answer": "2"}]))
+    frame = load_dataset(
+        _write(
+            tmp_path / "d.jsonl",
+            [{"id": 1, "question": "a", "answer": "1"}, {"id": 1, "question": "b", "answer": "2"}],
+        )
+    )
     with pytest.raises(InputError, match="duplicate"):
         assign_ids(frame, resolve_fields(frame))
     with pytest.raises(InputError, match="no answer column"):

@@ -35,8 +35,13 @@ def test_plan_requests_covers_only_missing_runs_in_blocks() -> None:
 
 def _opts(data: Path, out: Path, **kw: object) -> EvalOptions:
     base: dict[str, object] = dict(
-        data=data, model="fake-model", backend="fake", runs=4, out=out,
-        engine_options={"answers": fake_answers(data)}, chunk_size=5,
+        data=data,
+        model="fake-model",
+        backend="fake",
+        runs=4,
+        out=out,
+        engine_options={"answers": fake_answers(data)},
+        chunk_size=5,
     )
     base.update(kw)
     return EvalOptions(**base)  # type: ignore[arg-type]
@@ -63,7 +68,9 @@ def test_eval_writes_every_pair_once_and_grades(arithmetic_jsonl: Path, tmp_path
     assert samples is not None and {"id", "question", "answer", "sample_id"} <= set(samples.columns)
 
 
-def test_rerun_is_a_no_op_and_more_runs_add_only_new(arithmetic_jsonl: Path, tmp_path: Path) -> None:
+def test_rerun_is_a_no_op_and_more_runs_add_only_new(
+    arithmetic_jsonl: Path, tmp_path: Path
+) -> None:
     run = tmp_path / "run"
     evaluate(_opts(arithmetic_jsonl, run))
     first = _pairs(run).sort("sample_id", "run_idx")
@@ -84,7 +91,7 @@ def test_mismatched_settings_are_refused_unless_force_new(
 ) -> None:
     run = tmp_path / "run"
     evaluate(_opts(arithmetic_jsonl, run))
-    with pytest.raises(UsageError, match="temperature 1.0 -> 0.5"):
+    with pytest.raises(UsageError, match=r"temperature 1\.0 -> 0\.5"):
         evaluate(_opts(arithmetic_jsonl, run, temperature=0.5))
     with pytest.raises(UsageError, match="grader"):
         evaluate(_opts(arithmetic_jsonl, run, grader="exact"))
@@ -101,24 +108,42 @@ def test_failed_rollouts_are_error_rows_and_resume_fills_them(
     refs = {f"s{i}": a for i, (a, _) in enumerate(answers.values())}
     flaky = FakeBackend(answers=answers, fail=lambda r: "HTTP 503" if r.sample_id == "s3" else None)
     grader = get_grader("numeric")
-    res = run_eval(store, backend=flaky, grader=grader, prompts=prompts, references=refs,
-                   runs=3, sampling=SamplingConfig(), mode="completion", seed=0)
+    res = run_eval(
+        store,
+        backend=flaky,
+        grader=grader,
+        prompts=prompts,
+        references=refs,
+        runs=3,
+        sampling=SamplingConfig(),
+        mode="completion",
+        seed=0,
+    )
     assert res.errors == 3
     frame = store.rollouts()
     errs = frame.filter(pl.col("error").is_not_null())
     assert errs["sample_id"].unique().to_list() == ["s3"]
     assert errs["score"].null_count() == 3  # an error is never a score
     healthy = FakeBackend(answers=answers)
-    res2 = run_eval(store, backend=healthy, grader=grader, prompts=prompts, references=refs,
-                    runs=3, sampling=SamplingConfig(), mode="completion", seed=0)
+    res2 = run_eval(
+        store,
+        backend=healthy,
+        grader=grader,
+        prompts=prompts,
+        references=refs,
+        runs=3,
+        sampling=SamplingConfig(),
+        mode="completion",
+        seed=0,
+    )
     assert res2.rollouts == 3
     frame = store.rollouts()
     assert frame.height == len(prompts) * 3 and frame["error"].null_count() == frame.height
 
 
 def test_grader_crash_is_recorded_as_error(tmp_path: Path) -> None:
-    from curate.engine.runner import grade_generations
     from curate.backends.base import Generation
+    from curate.engine.runner import grade_generations
 
     class Boom:
         name = "boom"
@@ -126,14 +151,55 @@ def test_grader_crash_is_recorded_as_error(tmp_path: Path) -> None:
         def grade_batch(self, completions, references):  # type: ignore[no-untyped-def]
             from curate.graders import GradeResult
 
-            return [GradeResult(score=None, extracted=None, error="ValueError: bad")
-                    for _ in completions]
+            return [
+                GradeResult(score=None, extracted=None, error="ValueError: bad")
+                for _ in completions
+            ]
 
         def close(self) -> None:
             pass
 
     req = GenerationRequest(sample_id="x", prompt="p", n=2, first_run=0, seed=1)
-    cols = grade_generations([req], [[Generation(text="1"), Generation(text="2")]], {"x": "1"},
-                             Boom())  # type: ignore[arg-type]
+    cols = grade_generations(
+        [req], [[Generation(text="1"), Generation(text="2")]], {"x": "1"}, Boom()
+    )  # type: ignore[arg-type]
     assert cols["score"] == [None, None]
     assert all(e.startswith("grader:") for e in cols["error"])
+
+
+def test_streaming_backend_results_are_flushed_as_they_arrive(tmp_path: Path) -> None:
+    """A streaming backend's rollouts are written while later ones are still pending."""
+    from curate.backends.base import Generation, Mode
+
+    store = RolloutStore(tmp_path / "run")
+    seen_on_disk: list[int] = []
+
+    class Streamer:
+        def info(self):  # type: ignore[no-untyped-def]
+            raise NotImplementedError
+
+        def generate(self, requests, sampling, mode):  # type: ignore[no-untyped-def]
+            raise AssertionError("stream should be used")
+
+        def stream(self, requests, sampling: SamplingConfig, mode: Mode):  # type: ignore[no-untyped-def]
+            for i, req in enumerate(requests):
+                seen_on_disk.append(len(store.shard_paths()))
+                yield i, [Generation(text="1") for _ in range(req.n)]
+
+    prompts = {f"s{i}": f"p{i}" for i in range(6)}
+    refs = dict.fromkeys(prompts, "1")
+    res = run_eval(
+        store,
+        backend=Streamer(),
+        grader=get_grader("exact"),
+        prompts=prompts,  # type: ignore[arg-type]
+        references=refs,
+        runs=2,
+        sampling=SamplingConfig(),
+        mode="completion",
+        seed=0,
+        chunk_size=2,
+    )
+    assert res.rollouts == 12 and res.shards == 3
+    assert seen_on_disk == [0, 0, 1, 1, 2, 2]
+    assert store.rollouts()["score"].to_list() == [1.0] * 12
