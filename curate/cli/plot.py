@@ -43,8 +43,6 @@ def plot(
     from curate.store.scores import load_scores
 
     target = output or default_plot_path(run, kind.value)
-    if output is None and run.is_dir():
-        target.parent.mkdir(exist_ok=True)
     source = load_scores(run)
     analysis = analyze(source.rollouts, threshold=threshold, group_size=group_size)
     if kind is PlotKind.variance:
@@ -56,5 +54,8 @@ def plot(
         sizes = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128]
         curve = gate_curve(analysis.per_sample, analysis.prior, sizes, binary=analysis.binary)
         fig = gate_figure(curve, group_size=group_size)
+    if output is None and run.is_dir():
+        # Only now: bad input must not leave a new plots/ directory behind.
+        target.parent.mkdir(exist_ok=True)
     path = save_figure(fig, target)
     print(f"wrote {path}")

@@ -62,7 +62,10 @@ def wilson_interval(successes: float, n: int, z: float = 1.959963984540054) -> t
     denom = 1.0 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # At p = 0 (p = 1) the bound is exactly 0 (1); rounding would leave ~1e-17 off it.
+    low = 0.0 if successes <= 0 else max(0.0, centre - half)
+    high = 1.0 if successes >= n else min(1.0, centre + half)
+    return (low, high)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +95,8 @@ def fit_beta_prior(counts: Iterable[tuple[int, float, int]]) -> BetaPrior:
     the prior mean and log strength (alpha + beta), starting from the method of
     moments; the strength is bounded so an all-same data set still gives a prior.
     """
-    rows = [(n, c, w) for n, c, w in counts if n > 0 and w > 0]
+    # Sorted, so the floating-point sums (and the fit) do not depend on input order.
+    rows = sorted((n, c, w) for n, c, w in counts if n > 0 and w > 0)
     if not rows:
         return BetaPrior(1.0, 1.0)
     total_w = sum(w for _, _, w in rows)

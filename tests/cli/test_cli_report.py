@@ -1,0 +1,241 @@
+"""`curate report`: formats, options, CI gates and the GitHub job summary."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.report.goldens import DATA, GOLDEN, assert_json_close, update_golden
+
+from .conftest import HIGH_VARIANCE, SCORES
+
+
+def report_json(cli, *args: object) -> dict:
+    result = cli("report", *args, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("source", ["scores_csv", "scores_parquet", "run_dir"])
+def test_report_json_on_every_input(cli, request, source: str) -> None:
+    path = request.getfixturevalue(source)
+    data = report_json(cli, path)
+    assert data["samples"] == len(SCORES)
+    assert data["rollouts"] == 4 * len(SCORES)
+    assert data["errors"] == 1
+    assert data["categories"] == {
+        "always_correct": 3,
+        "always_incorrect": 3,
+        "high_variance": len(HIGH_VARIANCE),
+        "low_variance": 2,
+    }
+    assert data["high_variance_fraction"] == pytest.approx(4 / 12)
+    assert data["source"] == str(path)
+    assert data["passed"] is True
+
+
+def test_every_command_survives_a_table_where_every_rollout_failed(
+    cli, inputs: Path, outdir: Path
+) -> None:
+    table = inputs / "failed.csv"
+    table.write_text("sample_id,score,error\na,,timeout\na,,timeout\nb,,refused\n")
+    data = report_json(cli, table)
+    assert (data["samples"], data["unscored_samples"], data["errors"]) == (0, 2, 3)
+    assert data["mean_score"] is None
+    assert data["warnings"] == ["no sample has a scored rollout"]
+    assert cli("report", table).exit_code == 0
+    assert cli("report", table, "--max-error-rate", "0.5").exit_code == 1
+    result = cli("filter", table, "-o", outdir / "k.jsonl")
+    assert result.exit_code == 0, result.stderr
+    assert "no scored rollouts" in result.stdout
+
+
+def test_report_options_reach_the_statistics(cli, scores_csv: Path) -> None:
+    data = report_json(cli, scores_csv, "--threshold", "0.2", "--group-size", "4")
+    assert data["threshold"] == 0.2
+    assert data["gate"]["group_size"] == 4
+    # Variances: q01 0.25, q02 0.1875, q03 0.1875, q04 (2 of 3) 0.222: only q01 and q04 > 0.2.
+    assert data["categories"]["high_variance"] == 2
+    assert data["categories"]["low_variance"] == 4
+
+
+def test_report_table(cli, scores_csv: Path) -> None:
+    result = cli("report", scores_csv, env={"COLUMNS": "120"})
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    for text in (
+        "curate report",
+        "samples",
+        "best-of-N",
+        "high variance (learnable)",
+        "pass@k",
+        "compute multiplier",
+    ):
+        assert text in out, text
+    assert "\x1b[" not in out  # no colour codes when not writing to a terminal
+    assert result.stderr == ""
+
+
+def test_report_markdown(cli, scores_csv: Path) -> None:
+    result = cli("report", scores_csv, "--format", "markdown")
+    assert result.exit_code == 0
+    assert result.stdout.startswith(f"## curate report: `{scores_csv}`")
+    assert "| metric | value |" in result.stdout
+    assert "| high variance (learnable) | 4 | 33.3% |" in result.stdout
+
+
+def test_github_step_summary_is_appended(cli, scores_csv: Path, tmp_path: Path) -> None:
+    summary = tmp_path / "step_summary.md"
+    summary.write_text("# earlier step\n")
+    env = {"GITHUB_STEP_SUMMARY": str(summary)}
+    first = cli("report", scores_csv, "--format", "markdown", env=env)
+    assert first.exit_code == 0
+    assert summary.read_text() == "# earlier step\n" + first.stdout
+    cli("report", scores_csv, "--format", "markdown", env=env)
+    assert summary.read_text() == "# earlier step\n" + first.stdout * 2
+
+
+def test_github_step_summary_only_for_markdown(cli, scores_csv: Path, tmp_path: Path) -> None:
+    summary = tmp_path / "step_summary.md"
+    cli("report", scores_csv, "--format", "json", env={"GITHUB_STEP_SUMMARY": str(summary)})
+    assert not summary.exists()
+
+
+# ---------------------------------------------------------------- gates
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "markdown"])
+def test_gate_fail_under_signal(cli, scores_csv: Path, fmt: str) -> None:
+    result = cli("report", scores_csv, "--format", fmt, "--fail-under-signal", "0.5")
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert lines == [
+        "curate: gate failed: fail-under-signal: high-variance share 33.3% < required 50.0%"
+    ]
+    assert result.stdout  # the report is still printed
+    if fmt == "json":
+        data = json.loads(result.stdout)
+        assert data["passed"] is False
+        assert data["gates"] == [
+            {
+                "name": "fail-under-signal",
+                "passed": False,
+                "message": "high-variance share 33.3% < required 50.0%",
+            }
+        ]
+
+
+def test_gate_max_error_rate(cli, scores_csv: Path) -> None:
+    result = cli("report", scores_csv, "--format", "json", "--max-error-rate", "0.01")
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines() == [
+        "curate: gate failed: max-error-rate: error rate 2.08% (1 of 48 rollouts) > allowed 1.00%"
+    ]
+
+
+def test_both_gates_fail(cli, scores_csv: Path) -> None:
+    result = cli(
+        "report", scores_csv, "--fail-under-signal", "0.9", "--max-error-rate", "0", "-f", "json"
+    )
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert [line.split(":")[2].strip() for line in lines] == ["fail-under-signal", "max-error-rate"]
+
+
+def test_gates_pass(cli, scores_csv: Path) -> None:
+    result = cli(
+        "report",
+        scores_csv,
+        "--format",
+        "markdown",
+        "--fail-under-signal",
+        "0.3",
+        "--max-error-rate",
+        "0.05",
+    )
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == ""
+    assert "**Gates passed**" in result.stdout
+    assert "`fail-under-signal`" in result.stdout and "`max-error-rate`" in result.stdout
+
+
+def test_gate_boundaries_are_inclusive(cli, scores_csv: Path) -> None:
+    # share 4/12 >= 4/12 passes; error rate 1/48 <= 1/48 passes.
+    result = cli(
+        "report",
+        scores_csv,
+        "-f",
+        "json",
+        "--fail-under-signal",
+        repr(4 / 12),
+        "--max-error-rate",
+        repr(1 / 48),
+    )
+    assert result.exit_code == 0, result.stderr
+
+
+@pytest.mark.parametrize("option", ["--fail-under-signal", "--max-error-rate"])
+@pytest.mark.parametrize("value", ["1.5", "-0.1", "lots"])
+def test_gate_option_out_of_range_is_a_usage_error(cli, scores_csv: Path, option, value) -> None:
+    result = cli("report", scores_csv, option, value)
+    assert result.exit_code == 2
+    assert "Traceback" not in result.stderr
+
+
+def test_gates_in_a_real_process(run_curate, scores_csv: Path, tmp_path: Path) -> None:
+    summary = tmp_path / "summary.md"
+    proc = run_curate(
+        "report",
+        scores_csv,
+        "--format",
+        "markdown",
+        "--fail-under-signal",
+        "0.5",
+        env={"GITHUB_STEP_SUMMARY": str(summary)},
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [
+        "curate: gate failed: fail-under-signal: high-variance share 33.3% < required 50.0%"
+    ]
+    assert "**Gates FAILED**" in proc.stdout
+    assert summary.read_text(encoding="utf-8") == proc.stdout
+    ok = run_curate("report", scores_csv, "--format", "json", "--fail-under-signal", "0.25")
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["passed"] is True
+
+
+# ---------------------------------------------------------------- golden output via the CLI
+
+
+@pytest.mark.skipif(update_golden(), reason="regenerating golden files")
+@pytest.mark.parametrize(
+    ("fmt", "golden", "args"),
+    [
+        ("markdown", "scores_small.md", []),
+        ("json", "scores_small.json", []),
+        ("table", "scores_small.txt", []),
+        (
+            "markdown",
+            "scores_small.gates.md",
+            ["--fail-under-signal", "0.5", "--max-error-rate", "0.05"],
+        ),
+        (
+            "json",
+            "scores_small.gates.json",
+            ["--fail-under-signal", "0.5", "--max-error-rate", "0.05"],
+        ),
+    ],
+)
+def test_cli_output_matches_golden(
+    cli, monkeypatch, fmt: str, golden: str, args: list[str]
+) -> None:
+    monkeypatch.chdir(DATA)
+    result = cli("report", "scores_small.csv", "--format", fmt, *args, env={"COLUMNS": "100"})
+    assert result.exit_code == (1 if args else 0)
+    want = (GOLDEN / golden).read_text(encoding="utf-8")
+    if fmt == "json":
+        assert_json_close(json.loads(result.stdout), json.loads(want))
+    else:
+        assert result.stdout == want
