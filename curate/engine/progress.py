@@ -6,7 +6,10 @@ import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 
 @dataclass
@@ -120,7 +123,7 @@ class RichProgress:
             TextColumn("{task.fields[tally]}"),
             transient=False,
         )
-        self._task = None
+        self._task: TaskID | None = None
         self._t0 = 0.0
         self._new = 0
 

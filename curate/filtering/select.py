@@ -79,8 +79,7 @@ def decide(per_sample: pl.DataFrame, spec: FilterSpec) -> pl.DataFrame:
         reason = reason.when((rate < lo) | (rate > hi)).then(
             pl.format("pass_rate {} outside [{}, {}]", rate.round(4), pl.lit(lo), pl.lit(hi))
         )
-    reason = reason.otherwise(None)
-    return per_sample.with_columns(reason.alias("drop_reason")).with_columns(
+    return per_sample.with_columns(reason.otherwise(None).alias("drop_reason")).with_columns(
         pl.col("drop_reason").is_null().alias("kept")
     )
 
