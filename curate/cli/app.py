@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from curate import __version__
+from curate.cli import allocate as allocate_cmd
 from curate.cli import eval as eval_cmd
 from curate.cli import filter as filter_cmd
 from curate.cli import plot as plot_cmd
@@ -17,7 +18,8 @@ app = typer.Typer(
     name="curate",
     help=(
         "Find the prompts an RL run can learn from: run N baseline rollouts per sample, "
-        "measure pass-rate variance, plot it, gate data sets in CI, and export the learnable subset."
+        "measure pass-rate variance, plot it, gate data sets in CI, export the learnable subset, "
+        "and plan rollouts per sample."
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -46,6 +48,7 @@ app.command("eval")(eval_cmd.eval_cmd)
 app.command("report")(report_cmd.report)
 app.command("plot")(plot_cmd.plot)
 app.command("filter")(filter_cmd.filter_samples)
+app.command("allocate")(allocate_cmd.allocate)
 
 
 def main() -> None:

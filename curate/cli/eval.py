@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from curate.cli.errors import handle_errors
+from curate.errors import UsageError
+
+if TYPE_CHECKING:
+    from curate.engine import adaptive as _adaptive
 
 
-class ModeChoice(str, Enum):
+_OPENAI = "OpenAI-compatible endpoint (--backend openai)"
+
+
+class ModeChoice(StrEnum):
     chat = "chat"
     completion = "completion"
 
@@ -19,7 +26,12 @@ class ModeChoice(str, Enum):
 @handle_errors
 def eval_cmd(
     data: Annotated[
-        Path, typer.Argument(help="Samples: JSONL, Parquet or CSV.", show_default=False)
+        Path,
+        typer.Argument(
+            help="Samples: JSONL, Parquet or CSV; a Hugging Face dataset saved with "
+            "save_to_disk; or a directory of Parquet shards.",
+            show_default=False,
+        ),
     ],
     model: Annotated[
         str, typer.Option("--model", "-m", help="Model path or name.", show_default=False)
@@ -60,11 +72,23 @@ def eval_cmd(
         str | None, typer.Option(help="Prompt template over fields, e.g. 'Q: {question}\\nA:'.")
     ] = None,
     prompt_field: Annotated[str | None, typer.Option(help="Prompt column.")] = None,
-    answer_field: Annotated[str | None, typer.Option(help="Reference answer column.")] = None,
+    answer_field: Annotated[
+        str | None,
+        typer.Option(
+            help="Reference answer column, or STRUCT.FIELD (e.g. reward_model.ground_truth)."
+        ),
+    ] = None,
     id_field: Annotated[
         str | None, typer.Option(help="Id column [default: id/sample_id, else a content hash].")
     ] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first K samples.")] = None,
+    split: Annotated[
+        str | None,
+        typer.Option(
+            help="Split of a saved DatasetDict (or of a Parquet shard directory), e.g. train.",
+            show_default=False,
+        ),
+    ] = None,
     force_new: Annotated[
         bool, typer.Option(help="Discard a run directory made with other settings.")
     ] = False,
@@ -83,9 +107,106 @@ def eval_cmd(
     ] = None,
     dtype: Annotated[str, typer.Option(help="vLLM: weight dtype.")] = "auto",
     trust_remote_code: Annotated[bool, typer.Option(help="vLLM: allow model code.")] = False,
+    base_url: Annotated[
+        str | None,
+        typer.Option(help="openai: endpoint URL (default: $OPENAI_BASE_URL, else OpenAI's).",
+                     show_default=False, rich_help_panel=_OPENAI),
+    ] = None,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(help="openai: NAME of the environment variable holding the key (the key "
+                     "itself is never a flag) (default: OPENAI_API_KEY).",
+                     show_default=False, rich_help_panel=_OPENAI),
+    ] = None,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(min=1, help="openai: requests in flight (default: 32).",
+                     show_default=False, rich_help_panel=_OPENAI),
+    ] = None,
+    requests_per_minute: Annotated[
+        float | None,
+        typer.Option(min=0.001, help="openai: request rate limit.", show_default=False,
+                     rich_help_panel=_OPENAI),
+    ] = None,
+    tokens_per_minute: Annotated[
+        float | None,
+        typer.Option(min=1, help="openai: token rate limit (prompt + max_tokens per request, "
+                     "refunded by the usage the endpoint reports).", show_default=False,
+                     rich_help_panel=_OPENAI),
+    ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option(min=0.001, help="openai: seconds per request attempt (default: 120).",
+                     show_default=False, rich_help_panel=_OPENAI),
+    ] = None,
+    max_retries: Annotated[
+        int | None,
+        typer.Option(min=0, help="openai: retries of a failed request (429, 5xx, timeout, "
+                     "reset, malformed) before its rollouts are stored as errors (default: 8).",
+                     show_default=False, rich_help_panel=_OPENAI),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option(help="Print the rollouts to generate and a token and cost estimate; "
+                           "start no model, send no request.")
+    ] = False,
+    price_in: Annotated[
+        float | None,
+        typer.Option(min=0.0, help="USD per million prompt tokens (for --dry-run).",
+                     show_default=False),
+    ] = None,
+    price_out: Annotated[
+        float | None,
+        typer.Option(min=0.0, help="USD per million completion tokens (for --dry-run).",
+                     show_default=False),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+    adaptive: Annotated[
+        bool,
+        typer.Option(
+            help="Draw in rounds; a sample stops once its outcomes are mixed, all-same "
+            "samples keep drawing up to --max-runs.",
+            rich_help_panel="Adaptive evaluation",
+        ),
+    ] = False,
+    round_size: Annotated[
+        int | None,
+        typer.Option(
+            help="Adaptive: rollouts per open sample per round (default: 1; an untouched "
+            "sample draws 2).",
+            show_default=False,
+            rich_help_panel="Adaptive evaluation",
+        ),
+    ] = None,
+    max_runs: Annotated[
+        int | None,
+        typer.Option(
+            help="Adaptive: most rollouts per sample (default: --runs; no cap with --budget).",
+            show_default=False,
+            rich_help_panel="Adaptive evaluation",
+        ),
+    ] = None,
+    budget: Annotated[
+        int | None,
+        typer.Option(
+            help="Adaptive: total rollouts for the run; when it binds, draws go to the "
+            "all-same samples most likely to open (smoothed pass rate).",
+            show_default=False,
+            rich_help_panel="Adaptive evaluation",
+        ),
+    ] = None,
+    balanced: Annotated[
+        int | None,
+        typer.Option(
+            help="Adaptive: stop a sample at K passes and K failures instead of at mixed "
+            "(Reinforce-Ada-Seq balanced).",
+            metavar="K",
+            show_default=False,
+            rich_help_panel="Adaptive evaluation",
+        ),
+    ] = None,
 ) -> None:
     """Run N rollouts per sample, grade them, and store every rollout (resumable)."""
+    from curate.engine.adaptive import AdaptiveResult
     from curate.engine.evaluate import EvalOptions, evaluate
     from curate.engine.progress import make_progress
 
@@ -99,6 +220,20 @@ def eval_cmd(
             "trust_remote_code": trust_remote_code,
         }
         engine_options = {k: v for k, v in engine_options.items() if v is not None}
+    openai_options: dict[str, object] = {
+        "base_url": base_url,
+        "api_key_env": api_key_env,
+        "concurrency": concurrency,
+        "requests_per_minute": requests_per_minute,
+        "tokens_per_minute": tokens_per_minute,
+        "timeout": timeout,
+        "max_retries": max_retries,
+    }
+    if backend == "openai":
+        engine_options = _openai_engine_options(openai_options)
+    elif any(v is not None for v in openai_options.values()):
+        given = [k for k, v in openai_options.items() if v is not None]
+        raise UsageError(f"--{given[0].replace('_', '-')} is an option of --backend openai")
     opts = EvalOptions(
         data=data,
         model=model,
@@ -118,14 +253,91 @@ def eval_cmd(
         answer_field=answer_field,
         id_field=id_field,
         limit=limit,
+        split=split,
         force_new=force_new,
         chunk_size=chunk_size,
         engine_options=engine_options,
+        adaptive=adaptive,
+        round_size=round_size,
+        max_runs=max_runs,
+        budget=budget,
+        balanced=balanced,
     )
+    if dry_run:
+        _print_dry_run(opts, price_in, price_out)
+        return
+    if backend == "openai":
+        _log_to_stderr("curate.backends.openai_api")
     outcome = evaluate(opts, progress=make_progress(quiet))
     r = outcome.result
     print(
         f"{outcome.run_dir}: {r.rollouts} new rollouts in {r.seconds:.1f}s "
         f"({r.skipped} already stored), {r.errors} errors, {r.truncated} truncated"
     )
+    if isinstance(r, AdaptiveResult):
+        print(adaptive_line(r))
     print(f"next: curate report {outcome.run_dir}")
+
+
+def adaptive_line(r: _adaptive.AdaptiveResult) -> str:
+    """One line on what the adaptive loop did, against the fixed-N run it replaces."""
+    cap = r.params.get("max_runs")
+    text = (
+        f"adaptive: {r.rounds} round(s), {r.spent} rollouts for {r.samples} samples, "
+        f"{r.mixed} mixed, {r.capped} all-same at the cap"
+    )
+    if cap and r.samples:
+        fixed = cap * r.samples
+        text += f"; a fixed {cap} per sample would be {fixed} ({1 - r.spent / fixed:.0%} saved)"
+    return f"{text}; stopped: {r.stop_reason}"
+
+
+def _openai_engine_options(given: dict[str, object]) -> dict[str, object]:
+    """The openai backend's options as recorded in the manifest: never the key itself."""
+    import re
+    from urllib.parse import urlsplit
+
+    env = given.get("api_key_env")
+    if env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(env)):
+        # Do not echo the value: it may be the key, pasted where its name belongs.
+        raise UsageError("--api-key-env takes the NAME of an environment variable, not a key")
+    url = given.get("base_url")
+    if url is not None and urlsplit(str(url)).password:
+        raise UsageError("--base-url must not carry a password: put the key in an environment "
+                         "variable and name it with --api-key-env")
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def _print_dry_run(opts: object, price_in: float | None, price_out: float | None) -> None:
+    from curate.stats.usage import estimate_eval
+
+    e = estimate_eval(opts, price_in, price_out)  # type: ignore[arg-type]
+    print(
+        f"dry run: {e['samples']} samples x {e['runs']} runs = {e['rollouts_total']} rollouts, "
+        f"{e['rollouts_stored']} already stored in {e['run_dir']}, {e['rollouts_todo']} to generate"
+    )
+    print(
+        f"tokens: prompt ~{e['prompt_tokens']:,} ({e['token_count']}, {e['mode']} mode), "
+        f"completion <= {e['completion_tokens_max']:,} (max_tokens per rollout)"
+    )
+    if e["cost_usd_max"] is None:
+        print("cost: pass --price-in and --price-out (USD per million tokens) for an estimate")
+    else:
+        print(f"cost: <= ${e['cost_usd_max']:,.4f} at ${price_in or 0:g}/M prompt, "
+              f"${price_out or 0:g}/M completion tokens")
+
+
+def _log_to_stderr(name: str) -> None:
+    """Show a backend's warnings and its closing summary (requests, retries) on stderr."""
+    import logging
+    import sys
+
+    logger = logging.getLogger(name)
+    # Replace an earlier call's handler: sys.stderr may have been swapped since.
+    for old in [h for h in logger.handlers if getattr(h, "_curate", False)]:
+        logger.removeHandler(old)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("curate: %(message)s"))
+    handler._curate = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)

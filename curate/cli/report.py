@@ -40,29 +40,48 @@ def report(
         float | None,
         typer.Option(min=0.0, max=1.0, help="Exit 1 when more than this share of rollouts failed."),
     ] = None,
+    price_in: Annotated[
+        float | None,
+        typer.Option(min=0.0, help="USD per million prompt tokens: show the run's cost.",
+                     show_default=False),
+    ] = None,
+    price_out: Annotated[
+        float | None,
+        typer.Option(min=0.0, help="USD per million completion tokens: show the run's cost.",
+                     show_default=False),
+    ] = None,
 ) -> None:
     """Summarise pass rates, variance, pass@k and the gate odds; exit 1 if a gate fails."""
     from curate.report.gates import evaluate_gates
     from curate.stats.analysis import analyze
-    from curate.store.scores import load_scores
+    from curate.store.scores import load_aggregated
 
-    source = load_scores(run)
+    # The report needs per-sample aggregates only: one pass over the file, no rows kept.
+    source = load_aggregated(run)
     adaptive = bool(source.manifest and source.manifest.get("adaptive"))
     analysis = analyze(
-        source.rollouts, threshold=threshold, group_size=group_size, adaptive=adaptive
+        source.rollouts,
+        threshold=threshold,
+        group_size=group_size,
+        adaptive=adaptive,
+        aggregate=source.aggregate,
     )
     gates = evaluate_gates(
         analysis.summary, fail_under_signal=fail_under_signal, max_error_rate=max_error_rate
     )
     name = str(run)
+    from curate.stats.usage import report_usage
+
+    # Token counts (and cost, given prices) when the input has them; else no section.
+    usage = report_usage(run, price_in, price_out)
     if format is ReportFormat.json:
         from curate.report.render import render_json
 
-        sys.stdout.write(render_json(analysis.summary, gates, source=name))
+        sys.stdout.write(render_json(analysis.summary, gates, source=name, usage=usage))
     elif format is ReportFormat.markdown:
         from curate.report.render import render_markdown
 
-        text = render_markdown(analysis.summary, gates, source=name)
+        text = render_markdown(analysis.summary, gates, source=name, usage=usage)
         sys.stdout.write(text)
         summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary_file:
@@ -73,7 +92,7 @@ def report(
 
         from curate.report.render import render_table
 
-        render_table(analysis.summary, gates, Console(), source=name)
+        render_table(analysis.summary, gates, Console(), source=name, usage=usage)
     failed = [g for g in gates if not g.passed]
     if failed:
         for g in failed:

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curate.backends.base import Message, Mode, Prompt
+from curate.data.sources import read_source, source_sha256
 from curate.errors import InputError, UsageError
-from curate.store.tables import read_table
 
 if TYPE_CHECKING:
     import polars as pl
@@ -23,6 +23,9 @@ PROMPT_FIELDS = ("prompt", "question", "problem", "input", "query", "instruction
 MESSAGE_FIELDS = ("messages", "prompt", "conversation")
 ANSWER_FIELDS = ("answer", "ground_truth", "solution", "target", "reference", "label")
 ID_FIELDS = ("sample_id", "id", "uid", "uuid")
+# Answers nested in a struct column, as `struct.field`: verl's RL data keeps the
+# reference in `reward_model.ground_truth`. Tried after the top-level names.
+NESTED_ANSWER_FIELDS = ("reward_model.ground_truth",)
 
 
 @dataclass(frozen=True)
@@ -31,28 +34,58 @@ class FieldMap:
 
     prompt_field: str | None  # text prompt column (None when a template or messages are used)
     messages_field: str | None  # chat message-list column
-    answer_field: str
+    answer_field: str  # a column, or `struct.field` for an answer nested in a struct column
     id_field: str | None  # None -> content-hash ids
     template: str | None = None
 
 
-def load_dataset(path: str | os.PathLike[str], *, limit: int | None = None) -> pl.DataFrame:
-    """The input rows with their original fields (first `limit` rows when given)."""
+def load_dataset(
+    path: str | os.PathLike[str], *, limit: int | None = None, split: str | None = None
+) -> pl.DataFrame:
+    """The input rows with their original fields (first `limit` rows when given).
+
+    `path` is a JSONL, Parquet or CSV file, a Hugging Face dataset saved with
+    `save_to_disk` (`split` picks one split of a DatasetDict), or a directory of
+    Parquet shards.
+    """
     path = Path(path)
     if not path.exists():
         raise InputError("no such file", path=path)
-    frame = read_table(path)
+    frame = read_source(path, split=split)
     if frame.height == 0:
         raise InputError("data set is empty", path=path)
     return frame.head(limit) if limit is not None else frame
 
 
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def file_sha256(path: str | os.PathLike[str], *, split: str | None = None) -> str:
+    """SHA-256 of the data set: a file's bytes, or a dataset directory's data files."""
+    return source_sha256(path, split=split)
+
+
+def has_field(frame: pl.DataFrame, name: str) -> bool:
+    """Whether `name` is a column, or `struct.field` of a struct column."""
+    import polars as pl
+
+    if name in frame.columns:
+        return True
+    head, _, rest = name.partition(".")
+    if not rest or head not in frame.columns:
+        return False
+    dtype = frame.schema[head]
+    return isinstance(dtype, pl.Struct) and rest in {f.name for f in dtype.fields}
+
+
+def field_values(frame: pl.DataFrame, name: str) -> pl.Series:
+    """The values of column `name`, or of `struct.field` inside a struct column."""
+    if name in frame.columns:
+        return frame[name]
+    head, _, rest = name.partition(".")
+    return frame[head].struct.field(rest).alias(name)
+
+
+def answer_values(frame: pl.DataFrame, fields: FieldMap) -> list[Any]:
+    """The reference answer of every row, in row order."""
+    return field_values(frame, fields.answer_field).to_list()
 
 
 def _is_message_list(value: Any) -> bool:
@@ -75,8 +108,9 @@ def resolve_fields(
     """Pick the prompt, answer and id columns: given names win, else common names."""
     cols = frame.columns
 
-    def need(name: str, what: str) -> str:
-        if name not in cols:
+    def need(name: str, what: str, *, nested: bool = False) -> str:
+        # Only the answer may sit inside a struct (`reward_model.ground_truth`).
+        if not (has_field(frame, name) if nested else name in cols):
             raise InputError(f"no {what} column '{name}' (have: {', '.join(cols)})", path=source)
         return name
 
@@ -92,11 +126,11 @@ def resolve_fields(
         prompt_field = None
     elif prompt_field is not None:
         need(prompt_field, "prompt")
-        if _is_message_list(frame[prompt_field][0]):
+        if _is_message_list(_first(frame, prompt_field)):
             messages_field, prompt_field = prompt_field, None
     else:
         for name in MESSAGE_FIELDS:
-            if name in cols and _is_message_list(_to_python(frame[name][0])):
+            if name in cols and _is_message_list(_first(frame, name)):
                 messages_field = name
                 break
         if messages_field is None:
@@ -109,12 +143,15 @@ def resolve_fields(
                     path=source,
                 )
     if answer_field is not None:
-        need(answer_field, "answer")
+        need(answer_field, "answer", nested=True)
     else:
         answer_field = next((c for c in ANSWER_FIELDS if c in cols), None)
         if answer_field is None:
+            answer_field = next((c for c in NESTED_ANSWER_FIELDS if has_field(frame, c)), None)
+        if answer_field is None:
             raise InputError(
-                f"no answer column found (looked for {', '.join(ANSWER_FIELDS)}); "
+                "no answer column found (looked for "
+                f"{', '.join((*ANSWER_FIELDS, *NESTED_ANSWER_FIELDS))}); "
                 "name one with --answer-field",
                 path=source,
             )
@@ -129,6 +166,11 @@ def resolve_fields(
         id_field=id_field,
         template=template,
     )
+
+
+def _first(frame: pl.DataFrame, column: str) -> Any:
+    """The first value of `column` as plain Python (None for an empty frame)."""
+    return _to_python(frame[column][0]) if frame.height else None
 
 
 def _to_python(value: Any) -> Any:

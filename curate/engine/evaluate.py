@@ -12,12 +12,14 @@ from typing import Any
 from curate.backends.base import Mode, SamplingConfig
 from curate.backends.registry import open_backend
 from curate.data.samples import (
+    answer_values,
     assign_ids,
     build_prompts,
     file_sha256,
     load_dataset,
     resolve_fields,
 )
+from curate.engine.adaptive import DEFAULT_ROUND_SIZE, AdaptivePolicy, run_adaptive
 from curate.engine.progress import Progress
 from curate.engine.runner import EvalResult, run_eval
 from curate.engine.settings import SCORE_KEYS, EvalSettings, score_differences
@@ -49,6 +51,13 @@ class EvalOptions:
     force_new: bool = False
     chunk_size: int = 256
     engine_options: dict[str, Any] = field(default_factory=dict)
+    # Adaptive evaluation (curate/engine/adaptive.py); the others need adaptive=True.
+    adaptive: bool = False
+    round_size: int | None = None
+    max_runs: int | None = None  # default: `runs`, or no cap with a budget
+    budget: int | None = None
+    balanced: int | None = None
+    split: str | None = None  # one split of a saved Hugging Face DatasetDict
 
 
 @dataclass
@@ -81,7 +90,8 @@ def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome
     """Run (or resume) an evaluation; returns where it is and what was done."""
     if opts.runs < 1:
         raise UsageError("--runs must be at least 1")
-    frame = load_dataset(opts.data, limit=opts.limit)
+    policy = adaptive_policy(opts)
+    frame = load_dataset(opts.data, limit=opts.limit, split=opts.split)
     fields = resolve_fields(
         frame,
         prompt_field=opts.prompt_field,
@@ -92,7 +102,7 @@ def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome
     )
     frame = assign_ids(frame, fields, source=opts.data)
     references = dict(
-        zip(frame["sample_id"].to_list(), frame[fields.answer_field].to_list(), strict=True)
+        zip(frame["sample_id"].to_list(), answer_values(frame, fields), strict=True)
     )
     grader_spec = opts.grader or default_grader_spec(list(references.values()))
     grader = get_grader(grader_spec)
@@ -124,7 +134,7 @@ def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome
         seed=opts.seed,
         grader=grader_spec,
         dataset_path=str(opts.data),
-        dataset_sha256=file_sha256(opts.data),
+        dataset_sha256=file_sha256(opts.data, split=opts.split),
         prompt_field=fields.prompt_field,
         messages_field=fields.messages_field,
         answer_field=fields.answer_field,
@@ -133,6 +143,7 @@ def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome
         system=opts.system,
         limit=opts.limit,
         engine_options=dict(opts.engine_options),
+        adaptive=_manifest_policy(policy, previous),
     )
     # Refuse a mismatched resume before paying for an engine start.
     skip = {"chat_template_sha256"} | ({"mode"} if mode is None else set())
@@ -148,28 +159,84 @@ def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome
             settings.chat_template_sha256 = info.chat_template_sha256 if mode == "chat" else None
             manifest = settings.manifest(previous=previous)
             manifest["backend_info"] = {"model": info.model, **info.extra}
+            if opts.split is not None:
+                manifest["dataset_split"] = opts.split
             _check_resume(previous, manifest, run_dir, ignore=set())
             prompts_list = build_prompts(frame, fields, mode, system=opts.system, source=opts.data)
             prompts = dict(zip(frame["sample_id"].to_list(), prompts_list, strict=True))
             store.create()
             store.write_samples(frame)
             store.write_manifest(manifest)
-            result = run_eval(
-                store,
-                backend=backend,
-                grader=grader,
-                prompts=prompts,
-                references=references,
-                runs=opts.runs,
-                sampling=settings.sampling,
-                mode=mode,
-                seed=opts.seed,
-                chunk_size=opts.chunk_size,
-                progress=progress,
-            )
+            if policy is None:
+                result = run_eval(
+                    store,
+                    backend=backend,
+                    grader=grader,
+                    prompts=prompts,
+                    references=references,
+                    runs=opts.runs,
+                    sampling=settings.sampling,
+                    mode=mode,
+                    seed=opts.seed,
+                    chunk_size=opts.chunk_size,
+                    progress=progress,
+                )
+            else:
+                result = run_adaptive(
+                    store,
+                    backend=backend,
+                    grader=grader,
+                    prompts=prompts,
+                    references=references,
+                    policy=policy,
+                    sampling=settings.sampling,
+                    mode=mode,
+                    seed=opts.seed,
+                    chunk_size=opts.chunk_size,
+                    progress=progress,
+                )
+                # What the last adaptive pass did, for whoever reads the run later.
+                manifest["adaptive_summary"] = result.summary()
+                store.write_manifest(manifest)
     finally:
         grader.close()
     return EvalOutcome(run_dir=run_dir, result=result, settings=settings)
+
+
+def adaptive_policy(opts: EvalOptions) -> AdaptivePolicy | None:
+    """The adaptive policy the options ask for (None: a fixed-N run)."""
+    extras = {
+        "--round-size": opts.round_size,
+        "--max-runs": opts.max_runs,
+        "--budget": opts.budget,
+        "--balanced": opts.balanced,
+    }
+    if not opts.adaptive:
+        given = [name for name, value in extras.items() if value is not None]
+        if given:
+            raise UsageError(f"{', '.join(given)} only apply with --adaptive")
+        return None
+    # Without a budget the cap is --runs, so `--adaptive -n 8` never does more than
+    # `-n 8` would; with a budget, hard samples may go deeper unless capped.
+    cap = opts.max_runs if opts.max_runs is not None else (None if opts.budget else opts.runs)
+    return AdaptivePolicy(
+        round_size=opts.round_size if opts.round_size is not None else DEFAULT_ROUND_SIZE,
+        max_runs=cap,
+        budget=opts.budget,
+        balanced=opts.balanced,
+    )
+
+
+def _manifest_policy(
+    policy: AdaptivePolicy | None, previous: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """This run's adaptive parameters; once adaptive, a run stays marked adaptive (its
+    unequal rollout counts remain after a fixed-N top-up)."""
+    if policy is not None:
+        return policy.params()
+    if previous and previous.get("adaptive"):
+        return dict(previous.get("adaptive_policy") or {})
+    return None
 
 
 def _check_resume(

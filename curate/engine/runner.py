@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from curate.backends.base import (
     Backend,
@@ -23,6 +23,9 @@ from curate.engine.seeds import derive_seed
 from curate.errors import CurateError, RunError
 from curate.graders import Grader
 from curate.store.run_dir import RolloutStore
+
+if TYPE_CHECKING:
+    import polars as pl
 
 # Prompts per engine call, and per shard: large enough that the engine batches
 # well, small enough that a killed run loses little.
@@ -41,16 +44,30 @@ class EvalResult:
     shards: int = 0
 
 
+def target_runs(runs: int | Mapping[str, int], sample_id: str) -> int:
+    """How many runs (run_idx 0..target-1) a sample should have; 0 when not listed."""
+    if isinstance(runs, int):
+        return runs
+    return int(runs.get(sample_id, 0))
+
+
 def plan_requests(
     prompts: Mapping[str, Prompt],
-    runs: int,
+    runs: int | Mapping[str, int],
     done: set[tuple[str, int]],
     base_seed: int,
 ) -> list[GenerationRequest]:
-    """One request per contiguous block of missing runs of a sample."""
+    """One request per contiguous block of missing runs of a sample.
+
+    `runs` is one count for every sample, or a per-sample target (adaptive rounds);
+    a sample missing from the mapping gets nothing.
+    """
     requests = []
     for sid, prompt in prompts.items():
-        missing = [r for r in range(runs) if (sid, r) not in done]
+        target = target_runs(runs, sid)
+        if target <= 0:
+            continue
+        missing = [r for r in range(target) if (sid, r) not in done]
         for start, count in _blocks(missing):
             requests.append(
                 GenerationRequest(
@@ -204,20 +221,31 @@ def run_eval(
     grader: Grader,
     prompts: Mapping[str, Prompt],
     references: Mapping[str, Any],
-    runs: int,
+    runs: int | Mapping[str, int],
     sampling: SamplingConfig,
     mode: Mode,
     seed: int,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     progress: Progress | None = None,
+    stored: pl.DataFrame | None = None,
 ) -> EvalResult:
-    """Generate and grade every missing (sample_id, run_idx) with run_idx < runs."""
+    """Generate and grade every missing (sample_id, run_idx) with run_idx < runs.
+
+    `runs` may be a per-sample target count. `stored` is the store's de-duplicated
+    rollouts (sample_id, run_idx, score, error) when the caller has just read them
+    (the adaptive loop does, every round), to save a second read.
+    """
     import polars as pl
 
     progress = progress or NullProgress()
-    existing = (
-        store.rollouts(["sample_id", "run_idx", "score", "error"]) if store.shard_paths() else None
-    )
+    if stored is not None:
+        existing: pl.DataFrame | None = stored
+    else:
+        existing = (
+            store.rollouts(["sample_id", "run_idx", "score", "error"])
+            if store.shard_paths()
+            else None
+        )
     done: set[tuple[str, int]] = set()
     tally = OutcomeTally()
     if existing is not None and existing.height:
@@ -228,10 +256,10 @@ def run_eval(
         tally.add_many(
             (s, v)
             for s, r, v in zip(scored["sample_id"], scored["run_idx"], scored["score"], strict=True)
-            if r < runs
+            if r < target_runs(runs, s)
         )
     requests = plan_requests(prompts, runs, done, seed)
-    total = len(prompts) * runs
+    total = sum(target_runs(runs, sid) for sid in prompts)
     todo = sum(r.n for r in requests)
     result = EvalResult(skipped=total - todo)
     start = time.perf_counter()

@@ -48,18 +48,25 @@ class EvalSettings:
     chat_template_sha256: str | None = None
     limit: int | None = None
     engine_options: dict[str, Any] = field(default_factory=dict)
+    # The adaptive policy's parameters (None: a fixed-N run). Not a score key: it
+    # decides which rollouts exist, not what any rollout scores.
+    adaptive: dict[str, Any] | None = None
 
     def manifest(self, *, previous: dict[str, Any] | None = None) -> dict[str, Any]:
         """The manifest body. Secrets never enter it: settings hold no keys."""
         now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         body = asdict(self)
         body["sampling"] = self.sampling.as_dict()
+        policy = body.pop("adaptive")
         body.update(
             curate_version=__version__,
             created_at=(previous or {}).get("created_at", now),
             updated_at=now,
-            adaptive=False,
+            # `curate report` reads this: unequal rollout counts are by design here.
+            adaptive=policy is not None,
         )
+        if policy is not None:
+            body["adaptive_policy"] = policy
         return body
 
 

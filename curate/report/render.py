@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from curate.report.gates import GateResult
 from curate.stats.dataset import DatasetSummary
 from curate.stats.per_sample import CATEGORIES
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 CATEGORY_LABELS = {
     "always_correct": "always correct",
@@ -32,7 +32,11 @@ def _clean(value: Any) -> Any:
 
 
 def report_dict(
-    summary: DatasetSummary, gates: list[GateResult], *, source: str | None = None
+    summary: DatasetSummary,
+    gates: list[GateResult],
+    *,
+    source: str | None = None,
+    usage: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The JSON contract of `curate report --format json` (keys only ever added)."""
     out = summary.to_dict()
@@ -40,11 +44,32 @@ def report_dict(
     out["passed"] = all(g.passed for g in gates)
     if source is not None:
         out["source"] = source
+    if usage is not None:
+        out["usage"] = usage
     return _clean(out)
 
 
-def render_json(summary: DatasetSummary, gates: list[GateResult], *, source: str | None = None) -> str:
-    return json.dumps(report_dict(summary, gates, source=source), indent=2) + "\n"
+def render_json(
+    summary: DatasetSummary,
+    gates: list[GateResult],
+    *,
+    source: str | None = None,
+    usage: dict[str, Any] | None = None,
+) -> str:
+    return json.dumps(report_dict(summary, gates, source=source, usage=usage), indent=2) + "\n"
+
+
+def usage_rows(usage: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """(label, value) rows for token usage and cost; none without usage."""
+    if usage is None:
+        return []
+    rows = []
+    for key in ("prompt_tokens", "completion_tokens"):
+        if usage.get(key) is not None:
+            rows.append((key.replace("_", " "), f"{usage[key]:,}"))
+    if usage.get("cost_usd") is not None:
+        rows.append(("cost (USD)", f"${usage['cost_usd']:,.4f}"))
+    return rows
 
 
 def _fmt(value: float | None, spec: str = ".3f") -> str:
@@ -56,7 +81,11 @@ def _share(count: int, total: int) -> str:
 
 
 def render_markdown(
-    summary: DatasetSummary, gates: list[GateResult], *, source: str | None = None
+    summary: DatasetSummary,
+    gates: list[GateResult],
+    *,
+    source: str | None = None,
+    usage: dict[str, Any] | None = None,
 ) -> str:
     s = summary
     lines = [f"## curate report{f': `{source}`' if source else ''}", ""]
@@ -77,6 +106,7 @@ def render_markdown(
         f"| relative gain | {_fmt(s.relative_gain, '+.1%')} |",
         f"| high-variance share | {s.high_variance_fraction:.1%} |",
         f"| mixed groups at G={s.gate['group_size']} | {s.gate['expected_open_fraction']:.1%} |",
+        *(f"| {k} | {v} |" for k, v in usage_rows(usage)),
         "",
         "| category | samples | share |",
         "| --- | ---: | ---: |",
@@ -109,7 +139,11 @@ def render_table(
     console: Console,
     *,
     source: str | None = None,
+    usage: dict[str, Any] | None = None,
 ) -> None:
+    # rich loads only for the table format: JSON and Markdown output start faster.
+    from rich.table import Table
+
     s = summary
     overview = Table(title=f"curate report{f': {source}' if source else ''}", show_header=False)
     overview.add_column("metric", style="bold")
@@ -125,6 +159,8 @@ def render_table(
     overview.add_row(
         f"mixed groups at G={s.gate['group_size']}", f"{s.gate['expected_open_fraction']:.1%}"
     )
+    for key, value in usage_rows(usage):
+        overview.add_row(key, value)
     console.print(overview)
 
     cats = Table(title=f"categories (variance threshold {s.threshold:g})")

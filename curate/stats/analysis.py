@@ -34,9 +34,15 @@ def analyze(
     threshold: float = DEFAULT_THRESHOLD,
     group_size: int = DEFAULT_GROUP_SIZE,
     adaptive: bool = False,
+    aggregate: pl.DataFrame | None = None,
 ) -> Analysis:
-    """Aggregate once, fit the prior once, then the per-sample and data-set statistics."""
-    agg = aggregate_rollouts(rollouts)
+    """Aggregate once, fit the prior once, then the per-sample and data-set statistics.
+
+    `aggregate` is `aggregate_rollouts(rollouts)` when the caller already has it (the
+    loader computes it in its reading pass); `rollouts` is then read only for
+    partial-credit scores.
+    """
+    agg = aggregate_rollouts(rollouts) if aggregate is None else aggregate
     prior = fit_prior(agg)
     binary = is_binary(agg)
     per_sample = stats_from_aggregate(

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from curate.stats.estimators import BetaPrior, gate_open_bernoulli, pass_at_k
-from curate.stats.per_sample import CATEGORIES, gate_probability
+from curate.stats.per_sample import CATEGORIES, gate_probability, pair_histogram
 
 if TYPE_CHECKING:
     import polars as pl
@@ -65,12 +65,7 @@ def pass_at_k_table(per_sample: pl.DataFrame, ks: list[int] | None = None) -> pl
     """Mean unbiased pass@k over samples with at least k scored rollouts."""
     import polars as pl
 
-    hist = (
-        per_sample.filter(pl.col("n_rollouts") > 0)
-        .group_by("n_rollouts", "successes")
-        .len()
-        .rows()
-    )
+    hist = pair_histogram(per_sample, scored_only=True)
     max_n = max((n for n, _, _ in hist), default=0)
     ks = ks or list(range(1, max_n + 1))
     rows = []
@@ -113,13 +108,13 @@ def gate_curve(
     total = scored.height
     rows = []
     if binary:
-        hist = scored.group_by("n_rollouts", "successes").len().rows()
+        pairs = pair_histogram(scored)
         for g in group_sizes:
-            value = sum(w * gate_probability(n, c, prior, g) for n, c, w in hist) / max(total, 1)
+            value = sum(w * gate_probability(n, c, prior, g) for n, c, w in pairs) / max(total, 1)
             rows.append((g, value))
     else:
         # Partial credit: u(p) on the smoothed pass rate is the best we can extrapolate.
-        hist = scored.group_by("smoothed_pass_rate").len().rows()
+        hist = sorted(scored.group_by("smoothed_pass_rate").len().rows())
         for g in group_sizes:
             value = sum(w * gate_open_bernoulli(p, g) for p, w in hist) / max(total, 1)
             rows.append((g, value))
@@ -130,11 +125,20 @@ def gate_curve(
 
 def extrapolated_open_fraction(per_sample: pl.DataFrame, group_size: int) -> float:
     """Mean u(p~) at a group size, on the smoothed pass rates (for sizes beyond n)."""
+    return _open_fraction(_smoothed_rate_hist(per_sample), group_size)
+
+
+def _smoothed_rate_hist(per_sample: pl.DataFrame) -> list[tuple[float, int]]:
+    """(smoothed pass rate, samples) over scored samples, sorted."""
     import polars as pl
 
-    hist = (
+    return sorted(
         per_sample.filter(pl.col("n_rollouts") > 0).group_by("smoothed_pass_rate").len().rows()
     )
+
+
+def _open_fraction(hist: list[tuple[float, int]], group_size: int) -> float:
+    """`extrapolated_open_fraction` from `_smoothed_rate_hist`."""
     total = sum(w for _, w in hist)
     if total == 0:
         return 0.0
@@ -156,10 +160,8 @@ def compute_multiplier(
     per_sample: pl.DataFrame, group_size: int, high_variance_fraction: float
 ) -> ComputeMultiplier:
     """Smallest m such that going to group size G*(m+1) opens < 2% more groups."""
-    curve = {
-        m: extrapolated_open_fraction(per_sample, group_size * m)
-        for m in range(1, MAX_MULTIPLIER + 2)
-    }
+    hist = _smoothed_rate_hist(per_sample)  # once, not once per multiplier
+    curve = {m: _open_fraction(hist, group_size * m) for m in range(1, MAX_MULTIPLIER + 2)}
     recommended = MAX_MULTIPLIER
     for m in range(1, MAX_MULTIPLIER + 1):
         if curve[m + 1] - curve[m] < MULTIPLIER_MIN_GAIN:

@@ -27,28 +27,91 @@ DEFAULT_GROUP_SIZE = 8
 # A rollout "passes" when it earns full credit; partial credit counts toward the
 # mean and variance, not toward pass@k or the pass rate.
 PASS_SCORE = 1.0
+# Variances come from sums of squares and carry ~1e-16 of rounding: a variance this
+# close to the threshold counts as equal to it (so not "above" it), e.g. [0.4, 0.6].
+VARIANCE_TOLERANCE = 1e-12
 
 
 def aggregate_rollouts(rollouts: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     """Group rollouts by sample: counts, sums, extremes (one pass over the rows)."""
+    return rollouts.lazy().group_by("sample_id").agg(*aggregate_exprs()).collect()
+
+
+def aggregate_exprs() -> list[pl.Expr]:
+    """The per-sample aggregations of `aggregate_rollouts` over validated `score` and
+    `error` columns (for callers that fuse them into a larger query, e.g. the loader)."""
     import polars as pl
 
     score = pl.col("score")
-    return (
-        rollouts.lazy()
-        .group_by("sample_id")
-        .agg(
-            score.count().cast(pl.Int64).alias("n_rollouts"),
-            pl.col("error").is_not_null().sum().cast(pl.Int64).alias("n_errors"),
-            (score >= PASS_SCORE).sum().cast(pl.Int64).alias("successes"),
-            score.sum().alias("score_sum"),
-            (score * score).sum().alias("score_sq_sum"),
-            score.max().alias("best_score"),
-            score.min().alias("worst_score"),
-            ((score > 0) & (score < PASS_SCORE)).sum().cast(pl.Int64).alias("partial"),
-        )
-        .collect()
+    return [
+        score.count().cast(pl.Int64).alias("n_rollouts"),
+        pl.col("error").is_not_null().sum().cast(pl.Int64).alias("n_errors"),
+        (score >= PASS_SCORE).sum().cast(pl.Int64).alias("successes"),
+        score.sum().alias("score_sum"),
+        (score * score).sum().alias("score_sq_sum"),
+        score.max().alias("best_score"),
+        score.min().alias("worst_score"),
+        ((score > 0) & (score < PASS_SCORE)).sum().cast(pl.Int64).alias("partial"),
+    ]
+
+
+def aggregate_fixed_width(sample_ids: pl.Series, scores: pl.Series, width: int) -> pl.DataFrame:
+    """`aggregate_rollouts` for the dense layout: each sample's rollouts are `width`
+    consecutive rows, every one scored (no error, no null), each sample in one block.
+
+    `sample_ids` has one id per block, `scores` the len(sample_ids) * width scores in
+    row order. Fixed-width array reductions replace the hash group-by (several times
+    cheaper on millions of rows); the columns and dtypes are aggregate_rollouts' own.
+    """
+    import polars as pl
+
+    score = pl.col("score")
+
+    def per_sample(expr: pl.Expr) -> pl.expr.array.ExprArrayNameSpace:
+        return expr.reshape((-1, width)).arr
+
+    reduced = pl.DataFrame({"score": scores}).select(
+        pl.lit(width, dtype=pl.Int64).alias("n_rollouts"),
+        pl.lit(0, dtype=pl.Int64).alias("n_errors"),
+        per_sample(score >= PASS_SCORE).sum().cast(pl.Int64).alias("successes"),
+        per_sample(score).sum().alias("score_sum"),
+        per_sample(score * score).sum().alias("score_sq_sum"),
+        per_sample(score).max().alias("best_score"),
+        per_sample(score).min().alias("worst_score"),
+        per_sample((score > 0) & (score < PASS_SCORE)).sum().cast(pl.Int64).alias("partial"),
     )
+    return reduced.insert_column(0, sample_ids.cast(pl.String).alias("sample_id"))
+
+
+def aggregate_run_blocks(sample_ids: pl.Series, runs: list[pl.Series]) -> pl.DataFrame:
+    """`aggregate_rollouts` for the run-major dense layout: `runs[r][i]` is the score of
+    run r of sample `sample_ids[i]`, every one scored (no error, no null), each sample
+    once. Element-wise folds over the runs replace the hash group-by; the columns and
+    dtypes are aggregate_rollouts' own.
+    """
+    import polars as pl
+
+    names = [f"run{r}" for r in range(len(runs))]
+    frame = pl.DataFrame([run.alias(name) for run, name in zip(runs, names, strict=True)])
+    cols = [pl.col(name) for name in names]
+
+    def fold(exprs: list[pl.Expr]) -> pl.Expr:  # left to right, as the rows come
+        out = exprs[0]
+        for expr in exprs[1:]:
+            out = out + expr
+        return out
+
+    reduced = frame.select(
+        pl.lit(len(runs), dtype=pl.Int64).alias("n_rollouts"),
+        pl.lit(0, dtype=pl.Int64).alias("n_errors"),
+        fold([(c >= PASS_SCORE).cast(pl.Int64) for c in cols]).alias("successes"),
+        fold(cols).alias("score_sum"),
+        fold([c * c for c in cols]).alias("score_sq_sum"),
+        pl.max_horizontal(cols).alias("best_score"),
+        pl.min_horizontal(cols).alias("worst_score"),
+        fold([((c > 0) & (c < PASS_SCORE)).cast(pl.Int64) for c in cols]).alias("partial"),
+    )
+    return reduced.insert_column(0, sample_ids.cast(pl.String).alias("sample_id"))
 
 
 def is_binary(aggregated: pl.DataFrame) -> bool:
@@ -58,15 +121,28 @@ def is_binary(aggregated: pl.DataFrame) -> bool:
 
 def fit_prior(aggregated: pl.DataFrame) -> BetaPrior:
     """Empirical-Bayes Beta prior on pass rates, fitted on the whole data set."""
+    # Sorted: the fit sums over the histogram, so its order must not depend on hashing.
+    hist = pair_histogram(aggregated, scored_only=True)
+    return fit_beta_prior((int(n), float(c), int(w)) for n, c, w in hist)
+
+
+def pair_histogram(frame: pl.DataFrame, *, scored_only: bool = False) -> list[tuple[int, int, int]]:
+    """Sorted (n_rollouts, successes, samples): how many rows have each (n, c) pair;
+    with `scored_only`, pairs with n = 0 are left out.
+
+    The same as a group-by on the two columns, sorted, but counted on one integer key
+    n * (n_max + 1) + c (0 <= c <= n), which is several times cheaper on a million rows.
+    """
     import polars as pl
 
-    hist = (
-        aggregated.filter(pl.col("n_rollouts") > 0)
-        .group_by("n_rollouts", "successes")
-        .len()
-        .rows()
-    )
-    return fit_beta_prior((int(n), float(c), int(w)) for n, c, w in hist)
+    n, c = pl.col("n_rollouts"), pl.col("successes")
+    if frame.height == 0 or frame.select(n.null_count() + c.null_count()).item():
+        hist = frame.group_by("n_rollouts", "successes").len().rows()
+    else:
+        width = int(frame.select(n.max()).item()) + 1
+        counts = frame.select((n.cast(pl.Int64) * width + c).alias("key"))["key"].value_counts()
+        hist = [(key // width, key % width, count) for key, count in counts.rows()]
+    return sorted(row for row in hist if not scored_only or row[0] > 0)
 
 
 def sample_stats(
@@ -113,7 +189,7 @@ def stats_from_aggregate(
     ).with_columns(pl.col("variance").sqrt().alias("std_dev"))
 
     pairs = _pair_table(frame, prior, group_size)
-    frame = frame.join(pairs, on=["n_rollouts", "successes"], how="left")
+    frame = _attach_pairs(frame, pairs)
     if not is_binary(agg):
         frame = frame.drop("gate_open_probability").join(
             _general_gate(rollouts, group_size), on="sample_id", how="left"
@@ -149,17 +225,20 @@ def category_expr(threshold: float) -> pl.Expr:
         pl.col("mean_score"),
         pl.col("variance"),
     )
-    return (
+    # The branch picks an index into CATEGORIES and the names are gathered once at the
+    # end: choosing among string literals row by row costs ~10x more on a million rows.
+    code = (
         pl.when(pl.col("n_rollouts") == 0)
         .then(None)
         .when((best == 1.0) & (worst == 1.0))
-        .then(pl.lit("always_correct"))
+        .then(CATEGORIES.index("always_correct"))
         .when(best == 0.0)
-        .then(pl.lit("always_incorrect"))
-        .when((var > threshold) & (mean > 0.0) & (mean < 1.0))
-        .then(pl.lit("high_variance"))
-        .otherwise(pl.lit("low_variance"))
+        .then(CATEGORIES.index("always_incorrect"))
+        .when((var > threshold + VARIANCE_TOLERANCE) & (mean > 0.0) & (mean < 1.0))
+        .then(CATEGORIES.index("high_variance"))
+        .otherwise(CATEGORIES.index("low_variance"))
     )
+    return pl.lit(pl.Series(CATEGORIES, dtype=pl.String)).gather(code)
 
 
 def gate_probability(n: int, c: int, prior: BetaPrior, group_size: int) -> float:
@@ -177,8 +256,8 @@ def _pair_table(frame: pl.DataFrame, prior: BetaPrior, group_size: int) -> pl.Da
     """Estimators that depend only on (n, c), computed once per distinct pair."""
     import polars as pl
 
-    rows = []
-    for n, c in frame.select("n_rollouts", "successes").unique().rows():
+    rows: list[tuple[int, int, float | None, float | None, float | None, float | None]] = []
+    for n, c, _ in pair_histogram(frame):
         if n == 0:
             rows.append((n, c, None, None, None, None))
             continue
@@ -198,6 +277,33 @@ def _pair_table(frame: pl.DataFrame, prior: BetaPrior, group_size: int) -> pl.Da
         },
         orient="row",
     )
+
+
+# Largest dense (n, c) lookup table `_attach_pairs` builds before it joins instead.
+_DENSE_PAIRS_MAX = 1 << 20
+
+
+def _attach_pairs(frame: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
+    """`frame.join(pairs, on=["n_rollouts", "successes"], how="left")`, as a gather.
+
+    Every (n, c) of `frame` is in `pairs` and 0 <= c <= n, so n * (n_max + 1) + c
+    indexes a small dense table: one gather per column instead of a hash join.
+    """
+    import polars as pl
+
+    on = ["n_rollouts", "successes"]
+    width = int(pairs.select(pl.col("n_rollouts").max()).item() or 0) + 1
+    if pairs.height == 0 or width * width > _DENSE_PAIRS_MAX:
+        return frame.join(pairs, on=on, how="left")
+    index = pairs["n_rollouts"] * width + pairs["successes"]
+    key = pl.col("n_rollouts") * width + pl.col("successes")
+    columns = []
+    for name in pairs.columns:
+        if name in on:
+            continue
+        dense = pl.Series(name, [None] * (width * width), dtype=pairs[name].dtype)
+        columns.append(pl.lit(dense.scatter(index, pairs[name])).gather(key).alias(name))
+    return frame.with_columns(columns)
 
 
 def _general_gate(rollouts: pl.DataFrame | pl.LazyFrame, group_size: int) -> pl.DataFrame:

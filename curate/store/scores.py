@@ -66,7 +66,8 @@ def load_scores(path: str | os.PathLike[str]) -> ScoreSource:
 
     table_format(path)  # unknown suffix -> InputError before reading
     try:
-        lf = scan_table(path)
+        # A .json file may hold one JSON array, which only the eager reader understands.
+        lf = read_table(path).lazy() if path.suffix.lower() == ".json" else scan_table(path)
         names = lf.collect_schema().names()
     except InputError:
         raise
@@ -90,6 +91,305 @@ def load_scores(path: str | os.PathLike[str]) -> ScoreSource:
     frame = _validate(frame, path)
     frame = _resolve_duplicates(frame, path)
     return ScoreSource(path=path, rollouts=frame)
+
+
+@dataclass
+class AggregatedScores:
+    """Per-sample aggregates (`aggregate_rollouts` of the validated rollouts) plus where
+    they came from. `rollouts` is lazy: it is read again only if a statistic needs rows
+    (partial-credit scores)."""
+
+    path: Path
+    aggregate: pl.DataFrame
+    rollouts: pl.LazyFrame
+    manifest: dict[str, Any] | None = None
+    store: RolloutStore | None = None
+
+    @property
+    def is_run_dir(self) -> bool:
+        return self.store is not None
+
+
+def load_aggregated(path: str | os.PathLike[str]) -> AggregatedScores:
+    """`aggregate_rollouts(load_scores(path).rollouts)`, in one read of a Parquet table
+    or run directory, for callers that need per-sample aggregates only (`curate report`).
+
+    A dense table (S samples x W runs, no failed rollout, stored sample by sample or run
+    by run) is aggregated with fixed-width reductions; any other layout in one streaming
+    hash group-by. Both run every check of `load_scores` along the way (missing ids, NaN
+    or out-of-range scores, rows with neither a score nor an error, repeated
+    (sample_id, run_idx) pairs). Input that trips one, or that needs more than a cast
+    (CSV/JSONL, text scores, a non-integer run_idx, several versions of a rollout), goes
+    through `load_scores` instead: errors and duplicate handling are exactly its own.
+    The aggregates equal `aggregate_rollouts`' up to row order (and, for partial-credit
+    scores, the last bit of sums, which depends on the summation order).
+    """
+    from curate.stats.per_sample import aggregate_rollouts
+
+    path = Path(path)
+    fast = _aggregate_in_one_pass(path)
+    if fast is not None:
+        return fast
+    source = load_scores(path)
+    return AggregatedScores(
+        path=source.path,
+        aggregate=aggregate_rollouts(source.rollouts),
+        rollouts=source.rollouts.lazy(),
+        manifest=source.manifest,
+        store=source.store,
+    )
+
+
+def _aggregate_in_one_pass(path: Path) -> AggregatedScores | None:
+    """The fast path of `load_aggregated`; None means "use load_scores"."""
+    import polars as pl
+
+    try:
+        plan = _one_pass_plan(path)
+        if plan is None:
+            return None
+        rows, has_run_idx, manifest, store = plan
+        agg = _aggregate_dense(rows, has_run_idx)
+        if agg is None:
+            agg = _aggregate_hashed(rows, has_run_idx)
+        if agg is None:
+            return None
+    except Exception:  # unreadable or unusual input: load_scores names the problem
+        return None
+    if not has_run_idx:
+        # As load_scores does: number each sample's rows in file order.
+        rows = rows.with_columns(
+            pl.int_range(pl.len()).over("sample_id").cast(pl.Int32).alias("run_idx")
+        )
+    rollouts = rows.select(
+        "sample_id", pl.col("run_idx").cast(pl.Int32), _validated_score(), "error"
+    )
+    return AggregatedScores(
+        path=path, aggregate=agg, rollouts=rollouts, manifest=manifest, store=store
+    )
+
+
+def _bad_row() -> pl.Expr:
+    """True for a row that load_scores refuses: a score outside [0, 1] (NaN is outside)
+    or no score and no error."""
+    import polars as pl
+
+    return ~pl.col("_score").is_between(0.0, 1.0).fill_null(pl.col("error").is_not_null())
+
+
+def _validated_score() -> pl.Expr:
+    """As load_scores' `_validate`: an error row carries no score."""
+    import polars as pl
+
+    return pl.when(pl.col("error").is_null()).then(pl.col("_score")).alias("score")
+
+
+def _aggregate_dense(rows: pl.LazyFrame, has_run_idx: bool) -> pl.DataFrame | None:
+    """Per-sample aggregates when the table is a dense matrix of S samples x W runs with
+    no failed rollout, stored either sample-major (each sample's W rows together, as
+    `curate eval` writes them) or run-major (W blocks of the same S samples in the same
+    order, as a harness that runs the data set W times writes them). Then no hash
+    group-by over the rows is needed. None when the rows are laid out otherwise or fail
+    a check (the hash group-by or load_scores decides then).
+    """
+    import polars as pl
+
+    frame = rows.collect()
+    total = frame.height
+    if total == 0:
+        return None
+    sid, rid = pl.col("sample_id"), pl.col("run_idx")
+    checks = [
+        sid.null_count().alias("sid_nulls"),
+        pl.col("error").is_not_null().any().alias("errors"),
+        _bad_row().any().alias("bad"),
+    ]
+    if has_run_idx:
+        checks += [
+            rid.null_count().alias("rid_nulls"),
+            # load_scores stores run_idx as Int32 (and fails on what does not fit).
+            rid.min().cast(pl.Int64).alias("rid_min"),
+            rid.max().cast(pl.Int64).alias("rid_max"),
+        ]
+    c = frame.select(checks).row(0, named=True)
+    if c["sid_nulls"] or c["errors"] or c["bad"]:
+        return None
+    if has_run_idx and (c["rid_nulls"] or not -(2**31) <= c["rid_min"] <= c["rid_max"] < 2**31):
+        return None
+    # Where the first sample's rows are tells the layout: rows 0..W-1 (sample-major),
+    # or rows 0, S, 2S, ... (run-major). Anything else is left to the hash group-by.
+    first = (frame["sample_id"] == frame["sample_id"][0]).arg_true()
+    count = len(first)
+    if count >= 2 and int(first[-1]) == count - 1:
+        return _sample_major(frame, count, has_run_idx)
+    if 2 <= count <= _MAX_RUN_BLOCKS:
+        return _run_major(frame, first, has_run_idx)
+    return None
+
+
+# The most run blocks `_run_major` takes (one expression per block).
+_MAX_RUN_BLOCKS = 64
+
+
+def _sample_major(frame: pl.DataFrame, width: int, has_run_idx: bool) -> pl.DataFrame | None:
+    """Blocks of `width` rows, one per sample, run_idx rising within each."""
+    import polars as pl
+
+    from curate.stats.per_sample import aggregate_fixed_width
+
+    total = frame.height
+    if total % width:
+        return None
+    blocks = total // width
+    # Runs of equal ids, numbered 0, 1, ... (a non-decreasing step function): the rows
+    # form blocks of `width` iff there are `blocks` runs and block k starts and ends
+    # inside run k.
+    runs = frame["sample_id"].rle_id()
+    if int(runs[-1]) + 1 != blocks:
+        return None
+    expected = pl.int_range(blocks, eager=True)
+    same = {"check_dtypes": False, "check_names": False}
+    if not (
+        runs.gather_every(width).equals(expected, **same)
+        and runs.gather_every(width, offset=width - 1).equals(expected, **same)
+    ):
+        return None
+    del runs
+    # Strictly rising run_idx within a block: no (sample_id, run_idx) pair repeats.
+    rid = pl.col("run_idx")
+    if has_run_idx and not frame.select(
+        ((rid > rid.shift(1)) | (pl.int_range(pl.len(), dtype=pl.UInt32) % width == 0)).all()
+    ).item():
+        return None
+    ids = frame["sample_id"].gather_every(width)
+    if ids.n_unique() != blocks:  # a sample split over two blocks
+        return None
+    scores = frame["_score"]
+    del frame  # the ids and run indices are no longer needed: lower peak memory
+    return aggregate_fixed_width(ids, scores, width)
+
+
+def _run_major(frame: pl.DataFrame, first: pl.Series, has_run_idx: bool) -> pl.DataFrame | None:
+    """W blocks of S rows, each the same S samples in the same order, run_idx rising
+    from block to block for every sample; `first` holds the rows of the first sample."""
+    import polars as pl
+
+    from curate.stats.per_sample import aggregate_run_blocks
+
+    total, width = frame.height, len(first)
+    size = int(first[1])
+    if size * width != total or not first.equals(
+        pl.int_range(0, total, size, eager=True), check_dtypes=False, check_names=False
+    ):
+        return None
+    ids = frame["sample_id"].slice(0, size)
+    if not all((frame["sample_id"].slice(r * size, size) == ids).all() for r in range(1, width)):
+        return None
+    if has_run_idx:
+        rid = frame["run_idx"]
+        if not all(
+            (rid.slice(r * size, size) > rid.slice((r - 1) * size, size)).all()
+            for r in range(1, width)
+        ):
+            return None
+    if ids.n_unique() != size:
+        return None
+    blocks = [frame["_score"].slice(r * size, size) for r in range(width)]
+    del frame
+    return aggregate_run_blocks(ids, blocks)
+
+
+# run_idx values the hashed path's duplicate check can encode as bits of a UInt64.
+_MAX_BIT_RUN_IDX = 63
+
+
+def _aggregate_hashed(rows: pl.LazyFrame, has_run_idx: bool) -> pl.DataFrame | None:
+    """Per-sample aggregates in one streaming hash group-by, any row order; the checks
+    ride along as per-sample counts. None when a check trips."""
+    import polars as pl
+
+    from curate.stats.per_sample import aggregate_exprs
+
+    rid = pl.col("run_idx")
+    checks = [pl.len().alias("_rows"), _bad_row().sum().alias("_bad")]
+    if has_run_idx:
+        # Distinct run indices 0..63 as bits: the sum of 2**run_idx has one bit per
+        # rollout iff no (sample_id, run_idx) pair repeats (a repeat carries, and a
+        # wrap-around only drops bits); a null or larger index leaves a bit short.
+        bit = pl.lit(2, dtype=pl.UInt64).pow(rid.clip(0, _MAX_BIT_RUN_IDX).cast(pl.UInt32))
+        checks.append(pl.when(rid.is_between(0, _MAX_BIT_RUN_IDX)).then(bit).sum().alias("_bits"))
+    agg = (
+        rows.with_columns(_validated_score())
+        .group_by("sample_id")
+        .agg(*aggregate_exprs(), *checks)
+        .collect()
+    )
+    if agg.height == 0 or agg["sample_id"].null_count() or agg["_bad"].sum():
+        return None
+    if has_run_idx and not agg.select(
+        (pl.col("_bits").bitwise_count_ones() == pl.col("_rows")).all()
+    ).item():
+        return None
+    return agg.drop("_rows", "_bad", "_bits", strict=False)
+
+
+def _one_pass_plan(
+    path: Path,
+) -> tuple[pl.LazyFrame, bool, dict[str, Any] | None, RolloutStore | None] | None:
+    """A lazy frame with `sample_id` (String), `_score` (Float64, as in the file), `error`
+    (String) and maybe `run_idx`, cast as load_scores casts; None when only load_scores
+    can read the input exactly."""
+    import polars as pl
+
+    if path.is_dir():
+        if not is_run_dir(path):
+            return None
+        store = RolloutStore(path)
+        manifest = store.read_manifest() if store.exists() else None
+        shards = store.shard_paths()
+        if not shards:
+            return None
+        # load_scores reads these columns of every shard: each must have them, alike.
+        cols = [*SCORE_COLUMNS, *(c for c in _EXTRA_COLUMNS if c in _shard_columns(store))]
+        schemas = [pl.read_parquet_schema(s) for s in shards]
+        first = {c: schemas[0].get(c) for c in cols}
+        if any({c: s.get(c) for c in cols} != first for s in schemas):
+            return None
+        if (
+            first["sample_id"] != pl.String
+            or first["error"] != pl.String
+            or first["score"] != pl.Float64
+            or first["run_idx"] is None
+            or not first["run_idx"].is_integer()
+        ):
+            return None
+        lf = store.scan(list(SCORE_COLUMNS)).drop("_shard")
+        return lf.rename({"score": "_score"}), True, manifest, store
+
+    if table_format(path) != "parquet" or not path.is_file():
+        return None
+    lf = scan_table(path)
+    schema = lf.collect_schema()
+    if any(c not in schema for c in REQUIRED_SCORE_COLUMNS):
+        return None
+    score = schema["score"]
+    if not (score == pl.Boolean or score.is_numeric()):
+        return None
+    has_run_idx = "run_idx" in schema
+    if has_run_idx and not schema["run_idx"].is_integer():
+        return None
+    error = (
+        pl.col("error").cast(pl.String).replace("", None)
+        if "error" in schema
+        else pl.lit(None, dtype=pl.String)
+    )
+    rows = lf.select(
+        pl.col("sample_id").cast(pl.String),
+        *(["run_idx"] if has_run_idx else []),
+        pl.col("score").cast(pl.Float64).alias("_score"),
+        error.alias("error"),
+    )
+    return rows, has_run_idx, None, None
 
 
 def _shard_columns(store: RolloutStore) -> set[str]:
@@ -180,7 +480,7 @@ def _resolve_duplicates(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
     clean = frame.select(
         (prev_sid.is_null() | (sid > prev_sid) | ((sid == prev_sid) & (rid > rid.shift(1)))).all()
     ).item()
-    if clean:
+    if clean or _distinct_run_bits(frame):
         return frame
     dup = pl.struct("sample_id", "run_idx").is_duplicated()
     repeated = frame.filter(dup)
@@ -200,6 +500,26 @@ def _resolve_duplicates(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
             path=path,
         )
     return frame.unique(subset=["sample_id", "run_idx"], keep="first", maintain_order=True)
+
+
+def _distinct_run_bits(frame: pl.DataFrame) -> bool:
+    """True when no (sample_id, run_idx) pair repeats, proved with the hashed path's
+    bit sums (run_idx 0..63, any row order): a group-by on sample_id, several times
+    cheaper than hashing every pair. False means "not proved"."""
+    import polars as pl
+
+    rid = pl.col("run_idx")
+    bit = pl.lit(2, dtype=pl.UInt64).pow(rid.clip(0, _MAX_BIT_RUN_IDX).cast(pl.UInt32))
+    sums = (
+        frame.lazy()
+        .group_by("sample_id")
+        .agg(
+            pl.len().alias("rows"),
+            pl.when(rid.is_between(0, _MAX_BIT_RUN_IDX)).then(bit).sum().alias("bits"),
+        )
+        .collect()
+    )
+    return bool(sums.select((pl.col("bits").bitwise_count_ones() == pl.col("rows")).all()).item())
 
 
 def _first_line(exc: BaseException) -> str:

@@ -1,0 +1,254 @@
+"""Benchmark: adaptive evaluation against a fixed N per sample (issue 6, evidence (a) and (b)).
+
+(a) Same labels, fewer rollouts. A fixed-N run's outcomes, each sample's in run
+    order, are replayed through the adaptive policy with cap N (an engine's sampling
+    is not bit-identical across batch shapes, so replay is how equality is checked).
+    Every sample must get the fixed run's always-correct / always-wrong / mixed label
+    (asserted); the share of rollouts saved is printed. Done on a simulated population
+    (p ~ Beta skewed to hard prompts) and on the stored outcomes of a real fixed-N run
+    of the bundled tiny model; then a live adaptive run of the tiny model, with its saving.
+(b) More signal for the same rollouts. At a total of N x samples, adaptive with that
+    budget (no per-sample cap) against uniform N: mixed (learnable) samples found.
+    Bar: >= 1.3x on the primary simulated population (Beta(2, 14), mean pass rate
+    0.125, N = 8), as the mean over --repeats independent draws. Other hard-skewed
+    populations are printed beside it: the gain shrinks as more of the population
+    sits at p ~ 0, which no policy can open. On the tiny model the ratio is
+    reported (no bar).
+
+    python benchmarks/bench_adaptive.py [--samples 20000] [--runs 8] [--no-live]
+                                        [--wait 0] [--replay-run RUN] [--no-check]
+
+Exit 1 when a label differs (always) or the (b) bar is missed (unless --no-check).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run from a checkout without installing
+
+from curate.engine.adaptive import (  # noqa: E402
+    DEFAULT_ROUND_SIZE,
+    AdaptivePolicy,
+    outcome_label,
+    replay,
+    run_policy,
+)
+
+PRIMARY = (2.0, 14.0)
+OTHERS = [(1.0, 9.0), (4.0, 36.0), (0.5, 4.0), (0.3, 2.0)]
+BAR = 1.3
+
+
+def check_replay(
+    sequences: Mapping[str, Sequence[float]], runs: int, round_size: int
+) -> tuple[float, Counter[str], int]:
+    """(share saved, label counts, rounds) replaying fixed-N outcomes with cap `runs`.
+
+    Raises AssertionError when any sample's label differs from the fixed run's.
+    """
+    trace = replay(AdaptivePolicy(round_size=round_size, max_runs=runs), sequences)
+    labels: Counter[str] = Counter()
+    for sid, seq in sequences.items():
+        fixed, adaptive = outcome_label(seq), outcome_label(trace.outcomes[sid])
+        assert fixed == adaptive, f"{sid}: fixed-N label {fixed}, adaptive {adaptive}"
+        labels[str(fixed)] += 1
+    total = sum(len(s) for s in sequences.values())
+    return 1.0 - trace.rollouts / total, labels, trace.rounds
+
+
+def one_population(
+    ab: tuple[float, float], size: int, n: int, seed: int
+) -> tuple[dict[int, float], int, int, float]:
+    """(saved share by round size, uniform mixed, adaptive mixed, ratio) for one draw."""
+    rng = random.Random(seed)
+    rates = {f"s{i:06d}": rng.betavariate(*ab) for i in range(size)}
+    fixed = {sid: [float(rng.random() < p) for _ in range(n)] for sid, p in rates.items()}
+    saved = {m: check_replay(fixed, n, m)[0] for m in (1, 2)}
+    fixed_mixed = sum(outcome_label(s) == "mixed" for s in fixed.values())
+    draws = random.Random(seed + 1_000_003)
+    trace = run_policy(
+        AdaptivePolicy(round_size=DEFAULT_ROUND_SIZE, max_runs=None, budget=size * n),
+        rates,
+        lambda sid, k: [float(draws.random() < rates[sid]) for _ in range(k)],
+    )
+    assert trace.rollouts <= size * n, "the budget was exceeded"
+    mixed = sum(outcome_label(s) == "mixed" for s in trace.outcomes.values())
+    return saved, fixed_mixed, mixed, mixed / max(fixed_mixed, 1)
+
+
+def simulate(args: argparse.Namespace) -> bool:
+    """The simulated populations: (a) replay, (b) budget against uniform N. True: bar met."""
+    n, size = args.runs, args.samples
+    print(f"== simulated population: {size} samples, N = {n}, round size {DEFAULT_ROUND_SIZE} ==")
+    print("(a) replay of fixed-N outcomes through the policy, cap N: every label equal (asserted)")
+    print("(b) mixed samples at equal total rollouts: adaptive --budget N x samples vs uniform N")
+    print(f"{'p ~':>14} {'seed':>5} {'mean p':>7} {'saved M=1':>10} {'saved M=2':>10}"
+          f" {'uniform mixed':>14} {'adaptive mixed':>15} {'ratio':>7}")
+    primary: list[float] = []
+    for ab in [PRIMARY, *OTHERS]:
+        seeds = range(args.seed, args.seed + (args.repeats if ab == PRIMARY else 1))
+        for seed in seeds:
+            saved, fm, am, ratio = one_population(ab, size, n, seed)
+            if ab == PRIMARY:
+                primary.append(ratio)
+            a, b = ab
+            print(
+                f"{f'Beta({a:g}, {b:g})':>14} {seed:>5} {a / (a + b):>7.3f} {saved[1]:>10.1%}"
+                f" {saved[2]:>10.1%} {fm / size:>14.1%} {am / size:>15.1%} {ratio:>6.3f}x"
+            )
+    mean = sum(primary) / len(primary)
+    print(
+        f"primary Beta({PRIMARY[0]:g}, {PRIMARY[1]:g}): mean ratio over {len(primary)} draws "
+        f"{mean:.3f}x (bar >= {BAR}x)"
+    )
+    return mean >= BAR
+
+
+def sequences_from_store(run: Path) -> dict[str, list[float]]:
+    """Each sample's scored outcomes in run order, from a run directory."""
+    import polars as pl
+
+    from curate.store.run_dir import RolloutStore
+
+    frame = (
+        RolloutStore(run)
+        .rollouts(["sample_id", "run_idx", "score", "error"])
+        .filter(pl.col("error").is_null())
+        .sort("sample_id", "run_idx")
+    )
+    out: dict[str, list[float]] = {}
+    for sid, score in frame.select("sample_id", "score").iter_rows():
+        out.setdefault(sid, []).append(float(score))
+    return out
+
+
+def report_replay(name: str, seqs: Mapping[str, Sequence[float]], runs: int) -> None:
+    full = {sid: list(s)[:runs] for sid, s in seqs.items() if len(s) >= runs}
+    if not full:
+        print(f"{name}: no sample has {runs} scored rollouts; nothing to replay")
+        return
+    for m in (1, 2):
+        saved, labels, rounds = check_replay(full, runs, m)
+        print(
+            f"{name}, round size {m}: {len(full)} samples, labels equal for all "
+            f"({dict(sorted(labels.items()))}), {rounds} rounds, saved {saved:.1%} of "
+            f"{len(full) * runs} rollouts"
+        )
+
+
+def live(args: argparse.Namespace) -> None:
+    """The tiny model: a fixed-N run, its replay, then live adaptive runs on one engine."""
+    from curate.backends.base import SamplingConfig
+    from curate.backends.vllm_local import open_vllm
+    from curate.data.samples import assign_ids, build_prompts, load_dataset, resolve_fields
+    from curate.engine.adaptive import run_adaptive
+    from curate.engine.runner import run_eval
+    from curate.graders import get_grader
+    from curate.store.run_dir import RolloutStore
+
+    model = Path(args.model)
+    deadline = time.monotonic() + args.wait
+    while not (model / "config.json").is_file():
+        if time.monotonic() >= deadline:
+            raise SystemExit(f"no model at {model} (pass --no-live, or --wait SECONDS)")
+        time.sleep(10)
+    frame = load_dataset(Path(args.data))
+    fields = resolve_fields(frame)
+    frame = assign_ids(frame, fields)
+    ids = frame["sample_id"].to_list()
+    refs = dict(zip(ids, frame[fields.answer_field].to_list(), strict=True))
+    sampling = SamplingConfig(temperature=1.0, top_p=1.0, max_tokens=args.max_tokens)
+    n, size = args.runs, len(ids)
+    print(f"\n== tiny model {model.name}: {size} samples of {Path(args.data).name}, N = {n} ==")
+    t0 = time.perf_counter()
+    with (
+        open_vllm(str(model), seed=0, gpu_memory_utilization=0.05, max_model_len=256) as backend,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        print(f"engine start-up: {time.perf_counter() - t0:.1f} s")
+        mode = "chat" if backend.info().has_chat_template else "completion"
+        prompts = dict(zip(ids, build_prompts(frame, fields, mode), strict=True))
+        grader = get_grader("numeric")
+        common = dict(
+            backend=backend, grader=grader, prompts=prompts, references=refs,
+            sampling=sampling, mode=mode, seed=args.seed,
+        )
+        t = time.perf_counter()
+        fixed_store = RolloutStore(Path(tmp) / "fixed")
+        run_eval(fixed_store, runs=n, **common)  # type: ignore[arg-type]
+        fixed_s = time.perf_counter() - t
+        seqs = sequences_from_store(fixed_store.run_dir)
+        fixed_labels = Counter(str(outcome_label(s)) for s in seqs.values())
+        print(f"fixed N = {n}: {size * n} rollouts in {fixed_s:.1f} s, labels "
+              f"{dict(sorted(fixed_labels.items()))}")
+        report_replay("(a) replay of the stored fixed-N outcomes", seqs, n)
+
+        t = time.perf_counter()
+        policy = AdaptivePolicy(round_size=args.round_size, max_runs=n)
+        res = run_adaptive(RolloutStore(Path(tmp) / "adaptive"), policy=policy, **common)  # type: ignore[arg-type]
+        secs = time.perf_counter() - t
+        labels = Counter(
+            str(outcome_label(s)) for s in sequences_from_store(Path(tmp) / "adaptive").values()
+        )
+        print(
+            f"(a) live adaptive, cap {n}, round size {args.round_size}: {res.spent} rollouts in "
+            f"{res.rounds} rounds, {secs:.1f} s ({secs / fixed_s:.2f}x the fixed run's time); "
+            f"saved {1 - res.spent / (size * n):.1%} of {size * n}; labels "
+            f"{dict(sorted(labels.items()))} (fresh samples: close to, not equal to, the fixed run)"
+        )
+
+        policy = AdaptivePolicy(round_size=args.round_size, max_runs=None, budget=size * n)
+        res = run_adaptive(RolloutStore(Path(tmp) / "budget"), policy=policy, **common)  # type: ignore[arg-type]
+        mixed = sum(
+            outcome_label(s) == "mixed"
+            for s in sequences_from_store(Path(tmp) / "budget").values()
+        )
+        fm = fixed_labels.get("mixed", 0)
+        print(
+            f"(b) live adaptive --budget {size * n}: {res.spent} rollouts, {mixed} mixed samples "
+            f"vs {fm} with uniform N = {n}: {mixed / max(fm, 1):.2f}x (reported, no bar)"
+        )
+        grader.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=20_000, help="simulated samples")
+    parser.add_argument("--runs", type=int, default=8, help="N, the fixed run's rollouts")
+    parser.add_argument("--round-size", type=int, default=DEFAULT_ROUND_SIZE)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=3, help="draws of the primary population")
+    parser.add_argument("--model", default=str(ROOT / "sample_data" / "tiny-math"))
+    parser.add_argument("--data", default=str(ROOT / "sample_data" / "arithmetic.jsonl"))
+    parser.add_argument("--max-tokens", type=int, default=16)
+    parser.add_argument("--no-live", action="store_true", help="skip the tiny model")
+    parser.add_argument("--wait", type=float, default=0.0, help="seconds to wait for the model")
+    parser.add_argument("--replay-run", type=Path, help="also replay this run directory")
+    parser.add_argument("--no-check", action="store_true")
+    args = parser.parse_args()
+
+    ok = simulate(args)
+    if args.replay_run is not None:
+        print()
+        report_replay(f"(a) replay of {args.replay_run}", sequences_from_store(args.replay_run),
+                      args.runs)
+    if not args.no_live:
+        live(args)
+    if not ok and not args.no_check:
+        print(f"FAIL: adaptive found under {BAR}x the mixed samples of uniform N on "
+              f"Beta{PRIMARY}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""From the kept rows to an `ExportBatch`: weights joined, prompts built the way
+`curate eval` built them, answers as text."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from curate.backends.base import Mode
+from curate.data.samples import FieldMap, answer_values, build_prompts, resolve_fields
+from curate.errors import InputError, UsageError
+from curate.exports.base import (
+    DEFAULT_DATA_SOURCE,
+    DEFAULT_WEIGHT_COLUMN,
+    TRAINER_STATS,
+    ExportBatch,
+    answer_text,
+)
+from curate.filtering import STAT_COLUMNS
+
+if TYPE_CHECKING:
+    import polars as pl
+
+WEIGHTS_ID = "sample_id"
+WEIGHTS_VALUE = "weight"
+
+
+def export_fields(
+    samples: pl.DataFrame,
+    *,
+    manifest: Mapping[str, Any] | None = None,
+    prompt_field: str | None = None,
+    answer_field: str | None = None,
+    template: str | None = None,
+    source: object = None,
+) -> FieldMap:
+    """The prompt and answer fields: given names win, then the run's manifest (what
+    `curate eval` used), then the same defaults `curate eval` applies."""
+    m = manifest or {}
+    if template is None and prompt_field is None:
+        template = m.get("template")
+        if template is None:
+            prompt_field = m.get("messages_field") or m.get("prompt_field")
+    answer_field = answer_field or m.get("answer_field")
+    return resolve_fields(
+        samples,
+        prompt_field=prompt_field,
+        answer_field=answer_field,
+        template=template,
+        id_field="sample_id" if "sample_id" in samples.columns else None,
+        source=source,
+    )
+
+
+def default_data_source(
+    manifest: Mapping[str, Any] | None, data: str | os.PathLike[str] | None
+) -> str:
+    """The data set's name: the file `curate eval` read, else --data, else "curate"."""
+    path = (manifest or {}).get("dataset_path") or data
+    if not path:
+        return DEFAULT_DATA_SOURCE
+    return Path(str(path).rstrip("/")).stem or DEFAULT_DATA_SOURCE
+
+
+def join_weights(
+    rows: pl.DataFrame,
+    weights: pl.DataFrame | None,
+    *,
+    column: str = DEFAULT_WEIGHT_COLUMN,
+    source: object = None,
+) -> pl.DataFrame:
+    """`rows` plus the per-sample weight (null where `weights` has no row) as `column`.
+
+    `weights` has columns `sample_id` and `weight`: the hook through which computed
+    sample weights reach every export.
+    """
+    import polars as pl
+
+    if weights is None:
+        return rows
+    missing = [c for c in (WEIGHTS_ID, WEIGHTS_VALUE) if c not in weights.columns]
+    if missing:
+        raise InputError(
+            f"weights need columns {WEIGHTS_ID} and {WEIGHTS_VALUE} "
+            f"(missing {', '.join(missing)}; have: {', '.join(weights.columns)})",
+            path=source,
+        )
+    if column in rows.columns:
+        raise UsageError(
+            f"the samples already have a column '{column}'; name the weight column "
+            "another way with --weight-column"
+        )
+    try:
+        frame = weights.select(
+            pl.col(WEIGHTS_ID).cast(pl.String), pl.col(WEIGHTS_VALUE).cast(pl.Float64)
+        )
+    except pl.exceptions.PolarsError as exc:
+        raise InputError(f"weights must be numbers: {exc}", path=source) from exc
+    dup = frame[WEIGHTS_ID].filter(frame[WEIGHTS_ID].is_duplicated())
+    if dup.len():
+        raise InputError(f"weights give sample {dup[0]!r} more than once", path=source)
+    return rows.join(
+        frame.rename({WEIGHTS_VALUE: column}), on=WEIGHTS_ID, how="left", maintain_order="left"
+    )
+
+
+def prepare_batch(
+    rows: pl.DataFrame,
+    *,
+    fields: FieldMap | None = None,
+    mode: Mode = "chat",
+    system: str | None = None,
+    data_source: str | None = None,
+    default_source: str = DEFAULT_DATA_SOURCE,
+    stats: bool = True,
+    weights: pl.DataFrame | None = None,
+    weight_column: str = DEFAULT_WEIGHT_COLUMN,
+    source: object = None,
+) -> ExportBatch:
+    """Everything the writers need from the kept rows.
+
+    `rows` are the kept samples (original fields and statistics, with `sample_id`).
+    Without `fields` there are no prompts, and only the generic formats can be
+    written. `data_source` given wins; else a `data_source` column of the input;
+    else `default_source`. `stats=False` leaves every statistics column out.
+    """
+    import polars as pl
+
+    rows = join_weights(rows, weights, column=weight_column, source=source)
+    if not stats:
+        rows = rows.drop([c for c in STAT_COLUMNS if c in rows.columns])
+    sample_ids = rows["sample_id"].cast(pl.String).to_list()
+    chat_prompts = text_prompts = answers = None
+    if fields is not None:
+        chat_prompts = build_prompts(rows, fields, "chat", system=system, source=source)
+        if mode == "completion":
+            text_prompts = build_prompts(rows, fields, "completion", system=system, source=source)
+        answers = [answer_text(v) for v in answer_values(rows, fields)]
+    row_sources = None
+    if data_source is None and "data_source" in rows.columns:
+        row_sources = [
+            str(v) if v is not None else default_source for v in rows["data_source"].to_list()
+        ]
+    return ExportBatch(
+        rows=rows,
+        sample_ids=sample_ids,
+        chat_prompts=chat_prompts,  # type: ignore[arg-type]
+        text_prompts=text_prompts,  # type: ignore[arg-type]
+        answers=answers,
+        answer_field=fields.answer_field if fields is not None else None,
+        mode=mode,
+        data_source=data_source or default_source,
+        row_data_sources=row_sources,
+        stat_columns=TRAINER_STATS if stats else (),
+        weight_column=weight_column if weights is not None else None,
+    )

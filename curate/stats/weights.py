@@ -1,0 +1,107 @@
+"""Objective weights: w(p) = f'(p) for a pass-rate objective J_f = E[f(p)] (seed 002).
+
+Choosing f decides which prompts the gradient emphasises:
+
+    linear  f = p                 w = 1
+    log     f = log p             w = 1/p
+    sqrt    f = sqrt p            w = 1 / (2 sqrt p)
+    arcsin  f = 2 arcsin(sqrt p)  w = 1 / sqrt(p (1 - p))   (standardised GRPO's implicit weight)
+
+The weights are computed on the Beta-smoothed pass rate clipped to [delta, 1 - delta]
+(w is steep near 0 and 1, and a small group's raw rate is often exactly 0 or 1), and
+normalised to mean 1 over the samples given, so they rescale without changing the
+overall step size.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from curate.errors import UsageError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+OBJECTIVES = ("linear", "log", "sqrt", "arcsin")
+DEFAULT_DELTA = 0.05
+
+
+def check_objective(objective: str, delta: float) -> None:
+    """UsageError unless the objective is known and 0 < delta < 0.5."""
+    if objective not in OBJECTIVES:
+        raise UsageError(f"unknown objective '{objective}' (choose from {', '.join(OBJECTIVES)})")
+    if not (0.0 < delta < 0.5) or math.isnan(delta):
+        raise UsageError(f"--weight-delta must be in (0, 0.5) (got {delta})")
+
+
+def objective_weight(p: float, objective: str) -> float:
+    """The unnormalised weight f'(p) at one pass rate in (0, 1)."""
+    if objective == "linear":
+        return 1.0
+    if objective == "log":
+        return 1.0 / p
+    if objective == "sqrt":
+        return 0.5 / math.sqrt(p)
+    if objective == "arcsin":
+        return 1.0 / math.sqrt(p * (1.0 - p))
+    raise UsageError(f"unknown objective '{objective}' (choose from {', '.join(OBJECTIVES)})")
+
+
+def objective_weights(
+    rates: Sequence[float | None], objective: str, delta: float = DEFAULT_DELTA
+) -> list[float | None]:
+    """f'(clip(p, delta, 1 - delta)) for each rate, normalised to mean 1 (None stays None)."""
+    check_objective(objective, delta)
+    raw = [
+        None if p is None else objective_weight(min(max(p, delta), 1.0 - delta), objective)
+        for p in rates
+    ]
+    present = [w for w in raw if w is not None]
+    if not present:
+        return raw
+    mean = sum(present) / len(present)
+    return [None if w is None else w / mean for w in raw]
+
+
+def weight_expr(
+    objective: str, delta: float = DEFAULT_DELTA, rate: str = "smoothed_pass_rate"
+) -> pl.Expr:
+    """`objective_weights` as a polars expression over the column `rate` of one frame."""
+    import polars as pl
+
+    check_objective(objective, delta)
+    p = pl.col(rate).clip(delta, 1.0 - delta)
+    raw = {
+        "linear": pl.when(p.is_not_null()).then(pl.lit(1.0)),
+        "log": 1.0 / p,
+        "sqrt": 0.5 / p.sqrt(),
+        "arcsin": 1.0 / (p * (1.0 - p)).sqrt(),
+    }[objective]
+    return raw / raw.mean()
+
+
+def add_weights(
+    frame: pl.DataFrame,
+    objective: str,
+    delta: float = DEFAULT_DELTA,
+    *,
+    rate: str = "smoothed_pass_rate",
+    column: str = "weight",
+) -> pl.DataFrame:
+    """`frame` with a `weight` column normalised to mean 1 over its rows."""
+    return frame.with_columns(weight_expr(objective, delta, rate).alias(column))
+
+
+def weight_table(
+    frame: pl.DataFrame,
+    objective: str,
+    delta: float = DEFAULT_DELTA,
+    *,
+    rate: str = "smoothed_pass_rate",
+) -> pl.DataFrame:
+    """(sample_id, weight) for the rows of `frame`: the shape exports join weights from."""
+    return add_weights(frame.select("sample_id", rate), objective, delta, rate=rate).select(
+        "sample_id", "weight"
+    )

@@ -1,0 +1,204 @@
+"""load_aggregated (the report's one-pass read) against load_scores + aggregate_rollouts.
+
+Every layout must give the same per-sample aggregates as the row-level path, whichever
+fast path it takes (dense blocks, hash group-by, or the load_scores fallback), and every
+bad input the same one-line error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from curate.errors import InputError
+from curate.stats import aggregate_rollouts, analyze
+from curate.stats.per_sample import aggregate_fixed_width, aggregate_run_blocks
+from curate.store.run_dir import RolloutStore
+from curate.store.scores import _aggregate_dense, _one_pass_plan, load_aggregated, load_scores
+
+
+def scores(n: int = 30, k: int = 4, *, partial: bool = False, seed: int = 0) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    p = rng.beta(0.5, 0.5, n)
+    draws = rng.random((n, k))
+    values = np.round(draws * p[:, None], 2) if partial else (draws < p[:, None]).astype(float)
+    return pl.DataFrame(
+        {
+            "sample_id": [f"s{i}" for i in np.repeat(np.arange(n), k)],
+            "run_idx": np.tile(np.arange(k, dtype=np.int32), n),
+            "score": values.ravel(),
+        }
+    )
+
+
+def at(row: int, value: object, column: str) -> pl.Expr:
+    """`column`, with `value` in one row."""
+    here = pl.int_range(pl.len()) == row
+    return pl.when(here).then(value).otherwise(pl.col(column)).alias(column)
+
+
+BASE = scores()
+ERRORS = BASE.with_columns(
+    pl.when(pl.int_range(pl.len()).is_in([6, 13])).then(pl.lit("timeout")).alias("error")
+)
+
+LAYOUTS = {
+    "dense": BASE,
+    "dense_partial": scores(partial=True),
+    "dense_width_1": BASE.filter(pl.col("run_idx") == 0),
+    "no_run_idx": BASE.drop("run_idx"),
+    "int_ids_bool_scores": BASE.with_columns(
+        pl.col("sample_id").str.slice(1).cast(pl.Int64), pl.col("score").cast(pl.Boolean)
+    ),
+    "run_major": BASE.sort("run_idx", maintain_order=True),
+    "run_major_partial": scores(partial=True).sort("run_idx", maintain_order=True),
+    "run_major_reordered_block": pl.concat(
+        [BASE.filter(pl.col("run_idx") < 2).sort("run_idx", maintain_order=True)]
+        + [BASE.filter(pl.col("run_idx") == r).reverse() for r in (2, 3)]
+    ),
+    "run_major_falling_run_idx": BASE.sort("run_idx", descending=True, maintain_order=True),
+    "shuffled": BASE.sample(fraction=1.0, shuffle=True, seed=1),
+    "reversed_run_idx": BASE.with_columns(pl.col("run_idx").reverse().over("sample_id")),
+    "ragged": BASE.filter(~((pl.col("sample_id") == "s3") & (pl.col("run_idx") > 1))),
+    "failed_rollouts": ERRORS,
+    "sample_split_over_blocks": pl.concat(
+        [BASE.head(8), BASE.head(4).with_columns(pl.col("run_idx") + 4)]
+    ),
+    "exact_duplicate": pl.concat([BASE, BASE.head(2)]),
+    "empty_error_strings": BASE.with_columns(pl.lit("").alias("error")),
+}
+
+
+def reference(path: Path) -> pl.DataFrame:
+    return aggregate_rollouts(load_scores(path).rollouts).sort("sample_id")
+
+
+def check_same(path: Path) -> None:
+    got = load_aggregated(path)
+    # Sums of partial credit may differ in the last bit with the summation order.
+    assert_frame_equal(
+        got.aggregate.sort("sample_id"), reference(path), check_exact=False, rel_tol=1e-12
+    )
+    want = load_scores(path).rollouts.select("sample_id", "run_idx", "score", "error")
+    rows = got.rollouts.select("sample_id", "run_idx", "score", "error").collect()
+    assert_frame_equal(rows.sort("sample_id", "run_idx"), want.sort("sample_id", "run_idx"))
+    old, new = analyze(want), analyze(got.rollouts, aggregate=got.aggregate)
+    assert new.summary.categories == old.summary.categories
+    assert new.summary.mean_score == pytest.approx(old.summary.mean_score, rel=1e-12)
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_same_aggregates_as_load_scores(tmp_path: Path, layout: str) -> None:
+    path = tmp_path / "scores.parquet"
+    LAYOUTS[layout].write_parquet(path)
+    check_same(path)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_text_tables_take_the_exact_path(tmp_path: Path, suffix: str) -> None:
+    path = tmp_path / f"scores{suffix}"
+    if suffix == ".csv":
+        ERRORS.write_csv(path)
+    else:
+        ERRORS.write_ndjson(path)
+    check_same(path)
+
+
+def test_run_directories(tmp_path: Path) -> None:
+    store = RolloutStore(tmp_path / "run")
+    store.create()
+    store.write_manifest({"model": "m", "adaptive": True})
+    store.append(ERRORS.filter(pl.col("run_idx") < 2))
+    store.append(ERRORS.filter(pl.col("run_idx") >= 2))
+    check_same(store.run_dir)
+    # A retry of the failed rollouts in a later shard: the latest scored row wins.
+    retry = ERRORS.filter(pl.col("error").is_not_null()).with_columns(
+        pl.lit(None, pl.String).alias("error"), pl.lit(1.0).alias("score")
+    )
+    store.append(retry)
+    check_same(store.run_dir)
+    assert load_aggregated(store.run_dir).manifest["adaptive"] is True
+
+
+BAD = {
+    "nan": BASE.with_columns(at(5, float("nan"), "score")),
+    "nan_in_failed_row": BASE.with_columns(
+        at(5, float("nan"), "score"),
+        pl.when(pl.int_range(pl.len()) == 5).then(pl.lit("x")).alias("error"),
+    ),
+    "above_one": BASE.with_columns(at(5, 2.0, "score")),
+    "negative": BASE.with_columns(at(5, -0.5, "score")),
+    "infinite": BASE.with_columns(at(5, float("inf"), "score")),
+    "no_score_no_error": BASE.with_columns(at(5, None, "score")),
+    "missing_sample_id": BASE.with_columns(at(5, None, "sample_id")),
+    "missing_run_idx": BASE.with_columns(at(5, None, "run_idx")),
+    "conflicting_duplicate": pl.concat(
+        [BASE, BASE.head(1).with_columns((1.0 - pl.col("score")).alias("score"))]
+    ),
+    "conflict_inside_a_block": BASE.with_columns(
+        at(1, 0, "run_idx"), at(1, 1.0 - pl.col("score").first(), "score")
+    ),
+    "text_score": BASE.with_columns(pl.col("score").cast(pl.String)).with_columns(
+        at(3, pl.lit("abc"), "score")
+    ),
+    "run_major_repeated_run": BASE.filter(pl.col("run_idx") < 2)
+    .sort("run_idx", maintain_order=True)
+    .with_columns(pl.lit(0, pl.Int32).alias("run_idx")),
+    "empty": BASE.head(0),
+    "no_score_column": BASE.drop("score"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_input_gives_the_same_error(tmp_path: Path, case: str) -> None:
+    path = tmp_path / "scores.parquet"
+    BAD[case].write_parquet(path)
+    with pytest.raises(InputError) as want:
+        load_scores(path)
+    with pytest.raises(InputError) as got:
+        load_aggregated(path)
+    assert str(got.value) == str(want.value)
+
+
+def test_missing_and_unreadable_inputs(tmp_path: Path) -> None:
+    (tmp_path / "corrupt.parquet").write_text("not parquet")
+    (tmp_path / "x.txt").write_text("hi")
+    paths = [tmp_path / "nope.parquet", tmp_path / "corrupt.parquet", tmp_path / "x.txt", tmp_path]
+    for path in paths:
+        with pytest.raises(InputError) as want:
+            load_scores(path)
+        with pytest.raises(InputError) as got:
+            load_aggregated(path)
+        assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize(
+    ("layout", "dense"),
+    [("dense", True), ("run_major", True), ("shuffled", False), ("ragged", False)],
+)
+def test_dense_layouts_are_recognised(tmp_path: Path, layout: str, dense: bool) -> None:
+    """N rollouts per prompt, stored sample by sample or run by run, skip the hash
+    group-by; other layouts do not."""
+    path = tmp_path / "scores.parquet"
+    LAYOUTS[layout].write_parquet(path)
+    plan = _one_pass_plan(path)
+    assert plan is not None
+    rows, has_run_idx, _, _ = plan
+    assert (_aggregate_dense(rows, has_run_idx) is not None) is dense
+
+
+def test_dense_aggregations_match_group_by() -> None:
+    frame = scores(n=40, k=5, partial=True, seed=3).with_columns(
+        pl.lit(None, pl.String).alias("error")
+    )
+    want = aggregate_rollouts(frame).sort("sample_id")
+    ids = frame["sample_id"].gather_every(5)
+    by_sample = aggregate_fixed_width(ids, frame["score"], 5)
+    by_run = aggregate_run_blocks(ids, [frame["score"].gather_every(5, r) for r in range(5)])
+    for got in (by_sample, by_run):
+        assert got.schema == want.schema
+        assert_frame_equal(got.sort("sample_id"), want, check_exact=False, rel_tol=1e-12)
