@@ -29,3 +29,14 @@ class RunError(CurateError):
 
 class MissingExtraError(CurateError):
     """An optional dependency is not installed; the message names the pip command (exit 2)."""
+
+
+def one_line(exc: BaseException, limit: int = 300) -> str:
+    """An exception's message on one line: its lines joined, cut at `limit` characters.
+
+    Multi-line messages (pydantic, polars) keep their detail after the first line,
+    which is often only a heading such as "1 validation error for ModelConfig".
+    """
+    lines = [" ".join(line.split()) for line in str(exc).strip().splitlines()]
+    text = " | ".join(line for line in lines if line) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TINY_MODEL = ROOT / "sample_data" / "tiny-math"
 ARITHMETIC = ROOT / "sample_data" / "arithmetic.jsonl"
 # Small KV cache: the session engine and a subprocess engine may run side by side.
-TEST_ENGINE_OPTIONS = {"gpu_memory_utilization": 0.05, "max_model_len": 256}
+TEST_ENGINE_OPTIONS = {"kv_cache_memory_gb": 0.25}
 
 
 @pytest.fixture(scope="session")

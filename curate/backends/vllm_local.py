@@ -15,7 +15,11 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import vllm
+# vLLM reads its log level at import: keep its INFO chatter out of curate's output
+# unless the user sets VLLM_LOGGING_LEVEL themselves.
+os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+
+import vllm  # noqa: E402  (a missing extra fails here, when the backend is chosen)
 
 from curate.backends.base import (
     BackendInfo,
@@ -24,11 +28,12 @@ from curate.backends.base import (
     Mode,
     SamplingConfig,
 )
-from curate.errors import RunError
+from curate.errors import RunError, one_line
 
-# On the CPU build the "GPU memory" fraction is the share of RAM given to the KV
-# cache; vLLM's own default (0.92) does not fit beside the rest on a 24 GB box.
-CPU_MEMORY_UTILIZATION = 0.2
+# On the CPU build the "GPU memory" fraction is a share of a NUMA node's RAM, and
+# vLLM refuses to start when other processes hold part of it. A fixed KV-cache size
+# is predictable instead: 1 GiB serves small models at batch sizes a CPU can run.
+CPU_KV_CACHE_BYTES = 1 << 30
 
 
 def _on_cpu() -> bool:
@@ -116,6 +121,7 @@ def open_vllm(
     tensor_parallel_size: int = 1,
     max_model_len: int | None = None,
     gpu_memory_utilization: float | None = None,
+    kv_cache_memory_gb: float | None = None,
     dtype: str = "auto",
     trust_remote_code: bool = False,
     seed: int = 0,
@@ -124,23 +130,25 @@ def open_vllm(
     """Start the engine, yield the backend, free the engine on exit."""
     from vllm import LLM
 
-    if gpu_memory_utilization is None:
-        gpu_memory_utilization = CPU_MEMORY_UTILIZATION if _on_cpu() else 0.9
     kwargs: dict[str, Any] = {
         "model": model,
         "tensor_parallel_size": tensor_parallel_size,
         "dtype": dtype,
         "trust_remote_code": trust_remote_code,
-        "gpu_memory_utilization": gpu_memory_utilization,
         "seed": seed,
     }
+    if kv_cache_memory_gb is not None:
+        kwargs["kv_cache_memory_bytes"] = int(kv_cache_memory_gb * (1 << 30))
+    elif gpu_memory_utilization is not None:
+        kwargs["gpu_memory_utilization"] = gpu_memory_utilization
+    elif _on_cpu():
+        kwargs["kv_cache_memory_bytes"] = CPU_KV_CACHE_BYTES
     if max_model_len is not None:
         kwargs["max_model_len"] = max_model_len
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     try:
         llm = LLM(**kwargs)
     except Exception as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        first = one_line(exc)
         raise RunError(f"vLLM could not start the engine for {model}: {first}") from exc
     try:
         yield VLLMBackend(llm, model)

@@ -10,7 +10,7 @@ from typing import ParamSpec, TypeVar
 
 import typer
 
-from curate.errors import CurateError
+from curate.errors import CurateError, one_line
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -46,7 +46,7 @@ def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
         except Exception as exc:
             if debug_enabled():
                 raise
-            first = (str(exc).strip().splitlines() or [""])[0][:300]
+            first = one_line(exc)
             raise fail(
                 f"{type(exc).__name__}: {first} (set CURATE_DEBUG=1 for the traceback)", 1
             ) from None

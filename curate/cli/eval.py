@@ -100,8 +100,15 @@ def eval_cmd(
     gpu_memory_utilization: Annotated[
         float | None,
         typer.Option(
-            help="vLLM: memory share for the KV cache (on CPU: share of RAM) "
-            "[default: 0.9 GPU, 0.2 CPU].",
+            help="vLLM: memory share for the KV cache (vLLM's default on GPU).",
+            show_default=False,
+        ),
+    ] = None,
+    kv_cache_memory_gb: Annotated[
+        float | None,
+        typer.Option(
+            min=0.01,
+            help="vLLM: a fixed KV-cache size in GiB (default on the CPU build: 1).",
             show_default=False,
         ),
     ] = None,
@@ -216,6 +223,7 @@ def eval_cmd(
             "tensor_parallel_size": tensor_parallel_size,
             "max_model_len": max_model_len,
             "gpu_memory_utilization": gpu_memory_utilization,
+            "kv_cache_memory_gb": kv_cache_memory_gb,
             "dtype": dtype,
             "trust_remote_code": trust_remote_code,
         }
@@ -305,7 +313,10 @@ def _openai_engine_options(given: dict[str, object]) -> dict[str, object]:
     if url is not None and urlsplit(str(url)).password:
         raise UsageError("--base-url must not carry a password: put the key in an environment "
                          "variable and name it with --api-key-env")
-    return {k: v for k, v in given.items() if v is not None}
+    options = {k: v for k, v in given.items() if v is not None}
+    # Where the key comes from is part of the record (its name only, never its value).
+    options.setdefault("api_key_env", "OPENAI_API_KEY")
+    return options
 
 
 def _print_dry_run(opts: object, price_in: float | None, price_out: float | None) -> None:

@@ -83,7 +83,7 @@ def filter_samples(
     ] = None,
     weight_delta: Annotated[
         float,
-        typer.Option(help="Objective weights: clip the smoothed pass rate to [delta, 1 - delta]."),
+        typer.Option(help="Objective weights: clip the smoothed pass rate to delta..1-delta."),
     ] = 0.05,
     plan: Annotated[
         Path | None,

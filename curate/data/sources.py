@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from curate.errors import InputError, UsageError
+from curate.errors import InputError, UsageError, one_line
 from curate.store.tables import read_table
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ def read_source(path: str | os.PathLike[str], *, split: str | None = None) -> pl
             else:
                 frames.append(pl.read_parquet(file))
         except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            first = one_line(exc)
             raise InputError(f"cannot read data shard: {first}", path=file) from exc
     try:
         return pl.concat(frames, how="diagonal_relaxed")

@@ -20,7 +20,7 @@ from curate.backends.base import (
 )
 from curate.engine.progress import NullProgress, OutcomeTally, Progress
 from curate.engine.seeds import derive_seed
-from curate.errors import CurateError, RunError
+from curate.errors import CurateError, RunError, one_line
 from curate.graders import Grader
 from curate.store.run_dir import RolloutStore
 
@@ -199,7 +199,7 @@ def _call(fn):  # type: ignore[no-untyped-def]
     except CurateError:
         raise
     except Exception as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        first = one_line(exc)
         raise RunError(f"generation failed: {type(exc).__name__}: {first}") from exc
 
 

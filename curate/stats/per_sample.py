@@ -70,7 +70,9 @@ def aggregate_fixed_width(sample_ids: pl.Series, scores: pl.Series, width: int) 
     def per_sample(expr: pl.Expr) -> pl.expr.array.ExprArrayNameSpace:
         return expr.reshape((-1, width)).arr
 
-    reduced = pl.DataFrame({"score": scores}).select(
+    # One contiguous buffer up front (a file read arrives in chunks): otherwise every
+    # reshape below copies the column again.
+    reduced = pl.DataFrame({"score": scores.rechunk()}).select(
         pl.lit(width, dtype=pl.Int64).alias("n_rollouts"),
         pl.lit(0, dtype=pl.Int64).alias("n_errors"),
         per_sample(score >= PASS_SCORE).sum().cast(pl.Int64).alias("successes"),

@@ -130,14 +130,17 @@ def estimate_eval(
 ) -> dict[str, Any]:
     """What `evaluate(opts)` would generate, without starting a model: the rollouts still
     missing from the run directory, an estimate of their prompt tokens, max_tokens per
-    rollout as the completion bound, and the cost bound at the given prices."""
+    rollout as the completion bound, and the cost bound at the given prices.
+
+    An adaptive run stops early on most samples: its figures are upper bounds (at most
+    --max-runs per sample, at most --budget in all)."""
     import polars as pl
 
     from curate.data.samples import assign_ids, build_prompts, load_dataset, resolve_fields
     from curate.engine.evaluate import _local_chat_template, default_run_dir
     from curate.store.run_dir import RolloutStore
 
-    frame = load_dataset(opts.data, limit=opts.limit)
+    frame = load_dataset(opts.data, limit=opts.limit, split=getattr(opts, "split", None))
     fields = resolve_fields(
         frame,
         prompt_field=opts.prompt_field,
@@ -154,14 +157,20 @@ def estimate_eval(
     ids = frame["sample_id"].to_list()
     run_dir = opts.out or default_run_dir(opts.data, opts.model)
     store = RolloutStore(run_dir)
+    runs = opts.runs
+    budget = getattr(opts, "budget", None) if getattr(opts, "adaptive", False) else None
+    if getattr(opts, "adaptive", False):
+        runs = getattr(opts, "max_runs", None) or runs
     stored: dict[str, int] = {}
     if not opts.force_new and store.shard_paths():
-        done = store.completed_pairs().filter(pl.col("run_idx") < opts.runs)
+        done = store.completed_pairs().filter(pl.col("run_idx") < runs)
         stored = dict(done.group_by("sample_id").len().iter_rows())
     count, counter_name = _token_counter(opts.model)
     todo = prompt_tokens = 0
     for sid, prompt in zip(ids, prompts, strict=True):
-        missing = opts.runs - min(opts.runs, stored.get(sid, 0))
+        missing = runs - min(runs, stored.get(sid, 0))
+        if budget is not None:
+            missing = min(missing, max(0, budget - todo))
         if missing:
             todo += missing
             prompt_tokens += missing * prompt_token_estimate(prompt, count)
@@ -170,9 +179,9 @@ def estimate_eval(
         "run_dir": str(run_dir),
         "mode": mode,
         "samples": len(ids),
-        "runs": opts.runs,
-        "rollouts_total": len(ids) * opts.runs,
-        "rollouts_stored": len(ids) * opts.runs - todo,
+        "runs": runs,
+        "rollouts_total": len(ids) * runs,
+        "rollouts_stored": sum(min(runs, stored.get(sid, 0)) for sid in ids),
         "rollouts_todo": todo,
         "prompt_tokens": prompt_tokens,
         "completion_tokens_max": completion_tokens,

@@ -185,6 +185,39 @@ def prefer_latest_scored(frame: pl.DataFrame) -> pl.DataFrame:
 def _has_duplicate_pairs(frame: pl.DataFrame) -> bool:
     import polars as pl
 
-    if frame.height == 0:
+    if frame.height == 0 or pairs_distinct(frame):
         return False
     return bool(frame.select(pl.struct("sample_id", "run_idx").is_duplicated().any()).item())
+
+
+# The largest run_idx `run_bits` encodes as a bit of a UInt64.
+MAX_BIT_RUN_IDX = 63
+
+
+def run_bits() -> pl.Expr:
+    """2**run_idx per row as UInt64, null for a run_idx outside 0..63 (or null).
+
+    Summed over one sample's rows it has exactly one set bit per row iff no run_idx
+    repeats: a repeat carries (and a UInt64 wrap-around only drops bits), and a null
+    leaves a bit short. So `bits.sum().bitwise_count_ones() == len()` per sample proves
+    the (sample_id, run_idx) pairs distinct with a group-by on sample_id alone.
+    """
+    import polars as pl
+
+    rid = pl.col("run_idx")
+    bit = pl.lit(2, dtype=pl.UInt64).pow(rid.clip(0, MAX_BIT_RUN_IDX).cast(pl.UInt32))
+    return pl.when(rid.is_between(0, MAX_BIT_RUN_IDX)).then(bit)
+
+
+def pairs_distinct(frame: pl.DataFrame) -> bool:
+    """True when no (sample_id, run_idx) pair of `frame` repeats, proved with `run_bits`
+    (several times cheaper than hashing every pair); False means "not proved"."""
+    import polars as pl
+
+    sums = (
+        frame.lazy()
+        .group_by("sample_id")
+        .agg(pl.len().alias("rows"), run_bits().sum().alias("bits"))
+        .collect()
+    )
+    return bool(sums.select((pl.col("bits").bitwise_count_ones() == pl.col("rows")).all()).item())

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curate.errors import InputError
-from curate.store.run_dir import RolloutStore, is_run_dir
+from curate.store.run_dir import RolloutStore, is_run_dir, pairs_distinct, run_bits
 from curate.store.schema import REQUIRED_SCORE_COLUMNS
 from curate.store.tables import read_table, scan_table, table_format
 
@@ -299,10 +299,6 @@ def _run_major(frame: pl.DataFrame, first: pl.Series, has_run_idx: bool) -> pl.D
     return aggregate_run_blocks(ids, blocks)
 
 
-# run_idx values the hashed path's duplicate check can encode as bits of a UInt64.
-_MAX_BIT_RUN_IDX = 63
-
-
 def _aggregate_hashed(rows: pl.LazyFrame, has_run_idx: bool) -> pl.DataFrame | None:
     """Per-sample aggregates in one streaming hash group-by, any row order; the checks
     ride along as per-sample counts. None when a check trips."""
@@ -310,14 +306,9 @@ def _aggregate_hashed(rows: pl.LazyFrame, has_run_idx: bool) -> pl.DataFrame | N
 
     from curate.stats.per_sample import aggregate_exprs
 
-    rid = pl.col("run_idx")
     checks = [pl.len().alias("_rows"), _bad_row().sum().alias("_bad")]
-    if has_run_idx:
-        # Distinct run indices 0..63 as bits: the sum of 2**run_idx has one bit per
-        # rollout iff no (sample_id, run_idx) pair repeats (a repeat carries, and a
-        # wrap-around only drops bits); a null or larger index leaves a bit short.
-        bit = pl.lit(2, dtype=pl.UInt64).pow(rid.clip(0, _MAX_BIT_RUN_IDX).cast(pl.UInt32))
-        checks.append(pl.when(rid.is_between(0, _MAX_BIT_RUN_IDX)).then(bit).sum().alias("_bits"))
+    if has_run_idx:  # distinct (sample_id, run_idx) pairs, proved per sample
+        checks.append(run_bits().sum().alias("_bits"))
     agg = (
         rows.with_columns(_validated_score())
         .group_by("sample_id")
@@ -480,7 +471,7 @@ def _resolve_duplicates(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
     clean = frame.select(
         (prev_sid.is_null() | (sid > prev_sid) | ((sid == prev_sid) & (rid > rid.shift(1)))).all()
     ).item()
-    if clean or _distinct_run_bits(frame):
+    if clean or pairs_distinct(frame):
         return frame
     dup = pl.struct("sample_id", "run_idx").is_duplicated()
     repeated = frame.filter(dup)
@@ -500,26 +491,6 @@ def _resolve_duplicates(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
             path=path,
         )
     return frame.unique(subset=["sample_id", "run_idx"], keep="first", maintain_order=True)
-
-
-def _distinct_run_bits(frame: pl.DataFrame) -> bool:
-    """True when no (sample_id, run_idx) pair repeats, proved with the hashed path's
-    bit sums (run_idx 0..63, any row order): a group-by on sample_id, several times
-    cheaper than hashing every pair. False means "not proved"."""
-    import polars as pl
-
-    rid = pl.col("run_idx")
-    bit = pl.lit(2, dtype=pl.UInt64).pow(rid.clip(0, _MAX_BIT_RUN_IDX).cast(pl.UInt32))
-    sums = (
-        frame.lazy()
-        .group_by("sample_id")
-        .agg(
-            pl.len().alias("rows"),
-            pl.when(rid.is_between(0, _MAX_BIT_RUN_IDX)).then(bit).sum().alias("bits"),
-        )
-        .collect()
-    )
-    return bool(sums.select((pl.col("bits").bitwise_count_ones() == pl.col("rows")).all()).item())
 
 
 def _first_line(exc: BaseException) -> str:

@@ -170,6 +170,7 @@ class FakeOpenAIServer(_LoopServer):
         reject_n: bool = False,
         ignore_n: bool = False,
         reject_seed: bool = False,
+        want_max_completion_tokens: bool = False,
         latency_s: float | Callable[[str], float] = 0.0,
         answer: Callable[[str, int | None, int], str] = default_answer,
     ) -> None:
@@ -179,6 +180,7 @@ class FakeOpenAIServer(_LoopServer):
         self.reject_n = reject_n
         self.ignore_n = ignore_n
         self.reject_seed = reject_seed
+        self.want_max_completion_tokens = want_max_completion_tokens
         self.latency_s = latency_s
         self.answer = answer
         self.bodies: list[dict[str, Any]] = []
@@ -217,6 +219,9 @@ class FakeOpenAIServer(_LoopServer):
             return self._reject(400, "n must be 1 for this endpoint")
         if "seed" in body and self.reject_seed:
             return self._reject(400, "Unsupported parameter: 'seed'")
+        if "max_tokens" in body and self.want_max_completion_tokens:
+            return self._reject(400, "Unsupported parameter: 'max_tokens' is not supported "
+                                "with this model. Use 'max_completion_tokens' instead.")
         if chat:
             prompt = "\n".join(str(m.get("content", "")) for m in body["messages"])
         else:
@@ -232,7 +237,7 @@ class FakeOpenAIServer(_LoopServer):
         seed = body.get("seed")
         count = 1 if self.ignore_n else n
         texts = [self.answer(prompt, seed, i) for i in range(count)]
-        max_tokens = int(body.get("max_tokens") or 16)
+        max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
         choices: list[dict[str, Any]] = []
         used = 0  # one token per character
         for i, text in enumerate(texts):

@@ -219,6 +219,15 @@ def test_endpoint_rejecting_seed_is_detected_once() -> None:
     assert srv.statuses[400] == 1 and sum("seed" in b for b in srv.bodies) == 1
 
 
+def test_endpoint_wanting_max_completion_tokens_gets_it() -> None:
+    with FakeOpenAIServer(want_max_completion_tokens=True) as srv, \
+            open_openai("fake-model", base_url=srv.base_url, concurrency=4) as backend:
+        out = backend.generate(requests_for(10, n=2), SAMPLING, "chat")
+    assert all(g.error is None for gens in out for g in gens)
+    assert srv.statuses[400] == 1 and srv.bodies[-1]["max_completion_tokens"] == 8
+    assert backend.n_supported and backend.seed_supported  # not mistaken for those
+
+
 @pytest.mark.parametrize(
     ("model", "key", "needle"),
     [
@@ -265,14 +274,17 @@ def test_missing_named_key_variable_is_a_usage_error(monkeypatch: pytest.MonkeyP
 # ------------------------------------------------------------------ faults
 
 
-def test_every_injected_fault_is_retried_and_counted(server: FakeOpenAIServer) -> None:
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+def test_every_injected_fault_is_retried_and_counted(
+    server: FakeOpenAIServer, transport: str
+) -> None:
     shares = {
         "429_retry_after": 0.05, "429": 0.05, "500": 0.05, "503": 0.05, "drop": 0.05,
         "stall": 0.03, "truncate": 0.05, "no_choices": 0.05,
     }
     with FaultProxy(server.url, shares=shares, seed=3, stall_s=1.5, retry_after="0.2") as proxy, \
             open_openai("fake-model", base_url=proxy.base_url, concurrency=8, timeout=0.75,
-                        max_retries=4, **FAST) as backend:
+                        max_retries=4, transport=transport, **FAST) as backend:
         out = backend.generate(requests_for(60, n=2), SAMPLING, "chat")
     assert all(g.error is None for gens in out for g in gens)
     assert proxy.total_injected >= 10
@@ -337,11 +349,12 @@ def test_rate_limits_pace_the_requests(server: FakeOpenAIServer) -> None:
     assert elapsed >= 0.8 and backend.stats.rate_limit_wait_s > 0
 
 
-def test_an_endpoint_that_never_answers_stops_the_run() -> None:
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+def test_an_endpoint_that_never_answers_stops_the_run(transport: str) -> None:
     from tests.backends.fault_proxy import free_port
 
     url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
-    with open_openai("m", base_url=url, max_retries=2, **FAST) as backend:
+    with open_openai("m", base_url=url, max_retries=2, transport=transport, **FAST) as backend:
         start = time.monotonic()
         with pytest.raises(RunError, match=r"cannot reach http://127\.0\.0\.1:\d+/v1: connection"):
             backend.generate(requests_for(20, n=2), SAMPLING, "chat")

@@ -18,7 +18,7 @@ from curate.cli.app import app
 from curate.store.run_dir import RolloutStore
 from tests.conftest import ARITHMETIC, ROOT, TINY_MODEL
 
-ENGINE_FLAGS = ["--gpu-memory-utilization", "0.05", "--max-model-len", "256"]
+ENGINE_FLAGS = ["--kv-cache-memory-gb", "0.25"]
 
 
 def _curate(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
