@@ -41,7 +41,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=16, help="rollouts per prompt (n)")
     parser.add_argument("--max-tokens", type=int, default=16)
     parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--sequential-limit", type=int, default=8,
                         help="prompts timed for the sequential loop")
     parser.add_argument("--target", type=float, default=0.95)

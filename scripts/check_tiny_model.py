@@ -64,8 +64,12 @@ def main() -> None:
         default="chat",
         help="chat: llm.chat(messages); generate: tokenizer.apply_chat_template + llm.generate",
     )
-    ap.add_argument("--min-share", type=float, default=0.0,
-                    help="exit with status 1 if any category's share is below this")
+    ap.add_argument(
+        "--min-share",
+        type=float,
+        default=0.0,
+        help="exit with status 1 if any category's share is below this",
+    )
     ap.add_argument("--show", type=int, default=5, help="print this many example completions")
     args = ap.parse_args()
 
@@ -79,8 +83,12 @@ def main() -> None:
     startup = time.perf_counter() - t0
 
     params = SamplingParams(
-        n=args.n, temperature=args.temperature, top_p=1.0, top_k=0,
-        max_tokens=args.max_tokens, seed=args.seed,
+        n=args.n,
+        temperature=args.temperature,
+        top_p=1.0,
+        top_k=0,
+        max_tokens=args.max_tokens,
+        seed=args.seed,
     )
     conversations = [[{"role": "user", "content": p["question"]}] for p in problems]
     t1 = time.perf_counter()
@@ -110,18 +118,31 @@ def main() -> None:
 
     cats = ["always_correct", "always_wrong", "mixed"]
     total = len(problems)
-    print(f"\nmodel={args.model}  mode={args.mode}  seed={args.seed}  n={args.n}  "
-          f"T={args.temperature}")
-    print(f"engine start-up: {startup:.1f}s   generation: {gen_s:.2f}s "
-          f"({total} prompts x {args.n} samples)")
+    print(
+        f"\nmodel={args.model}  mode={args.mode}  seed={args.seed}  n={args.n}  "
+        f"T={args.temperature}"
+    )
+    print(
+        f"engine start-up: {startup:.1f}s   generation: {gen_s:.2f}s "
+        f"({total} prompts x {args.n} samples)"
+    )
     print(f"mean pass rate: {n_correct / (total * args.n):.3f}")
     for band, c in sorted(by_band.items(), key=lambda kv: kv[0]):
         m = sum(c.values())
         print(f"  {band:>10}: " + "  ".join(f"{k} {c[k]:3d} ({c[k] / m:.0%})" for k in cats))
     shares = {k: overall[k] / total for k in cats}
     print("overall: " + "  ".join(f"{k} {overall[k]} ({shares[k]:.1%})" for k in cats))
-    print(json.dumps({"seed": args.seed, "mode": args.mode, "startup_s": round(startup, 1),
-                      "generate_s": round(gen_s, 2), **{k: round(v, 4) for k, v in shares.items()}}))
+    print(
+        json.dumps(
+            {
+                "seed": args.seed,
+                "mode": args.mode,
+                "startup_s": round(startup, 1),
+                "generate_s": round(gen_s, 2),
+                **{k: round(v, 4) for k, v in shares.items()},
+            }
+        )
+    )
     if min(shares.values()) < args.min_share:
         print(f"FAIL: a category is below {args.min_share:.0%}")
         raise SystemExit(1)

@@ -6,8 +6,10 @@ disk while the others are still in flight. The SDK's own retries are off: this m
 retries 429s, 5xx, timeouts, dropped connections and malformed bodies itself (jittered
 exponential backoff, `Retry-After` honoured), counts every retry by cause in
 `backend.stats`, and halves its concurrency on repeated 429s (then grows it back).
-A 4xx other than 429 stops the run with one line. The API key is read from the
-environment and scrubbed from every message this module produces.
+A 4xx other than 429 stops the run with one line, once it is clear that the endpoint
+does not merely refuse n > 1, `seed` or `max_tokens` (learned once, then worked around).
+The API key is read from the environment and scrubbed from every message this module
+produces.
 """
 
 from __future__ import annotations

@@ -37,8 +37,7 @@ from tests.conftest import ARITHMETIC, ROOT, TINY_MODEL
 
 pytestmark = pytest.mark.slow
 
-TINY = Path(os.environ.get("CURATE_DEV_TINY_MODEL", TINY_MODEL))  # DEV-ONLY override
-MODEL = str(TINY)
+MODEL = str(TINY_MODEL)
 KEY = "sk-vllm-test-KEY-5f0c1d2e3a4b"
 KEY_ENV = "CURATE_TEST_VLLM_KEY"
 ALL_FAULTS = {
@@ -50,8 +49,8 @@ ALL_FAULTS = {
 @pytest.fixture(scope="session")
 def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VLLMServer]:
     """The real server, with a key, for the whole session (killed with its process group)."""
-    if not (TINY / "config.json").is_file():
-        pytest.skip(f"{TINY} is not there yet")
+    if not (TINY_MODEL / "config.json").is_file():
+        pytest.skip(f"{TINY_MODEL} is not there yet")
     log = tmp_path_factory.mktemp("vllm") / "server.log"
     server = VLLMServer(MODEL, api_key=KEY, log_path=log)
     server.start(timeout=300)

@@ -360,3 +360,14 @@ def test_an_endpoint_that_never_answers_stops_the_run(transport: str) -> None:
             backend.generate(requests_for(20, n=2), SAMPLING, "chat")
         assert time.monotonic() - start < 5
     assert backend.stats.requests == 3  # the first request and its retries, nothing else
+
+
+def test_token_rate_limit_paces_by_estimated_tokens(server: FakeOpenAIServer) -> None:
+    # Each request is estimated at prompt chars / 4 + n * max_tokens = ~4 + 8 tokens.
+    with open_openai("fake-model", base_url=server.base_url, concurrency=16,
+                     tokens_per_minute=6000) as backend:  # 100 tokens/s
+        start = time.monotonic()
+        out = backend.generate(requests_for(20, n=1), SAMPLING, "chat")
+        elapsed = time.monotonic() - start
+    assert all(g.error is None for gens in out for g in gens)
+    assert 1.0 <= elapsed < 5 and backend.stats.rate_limit_wait_s > 0
