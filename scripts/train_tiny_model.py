@@ -140,6 +140,38 @@ def make_batch(tok, rng: random.Random, batch_size: int) -> tuple[torch.Tensor, 
     return input_ids, labels
 
 
+def make_portable(out: Path) -> None:
+    """Rewrite the saved config files so that transformers 4 and 5 (and so vLLM) all read them.
+
+    transformers 5 writes tokenizer_class "TokenizersBackend", "extra_special_tokens" as a list
+    and the chat template in a separate chat_template.jinja, and nests rope_theta under
+    "rope_parameters"; older versions know none of these. Only JSON keys change, not weights.
+    """
+    tc_path = out / "tokenizer_config.json"
+    tc = json.loads(tc_path.read_text())
+    tc.pop("extra_special_tokens", None)
+    tc.pop("backend", None)
+    tc.update(
+        tokenizer_class="PreTrainedTokenizerFast",
+        additional_special_tokens=ROLE_TOKENS,
+        add_bos_token=False,  # the chat template writes <s> itself
+        add_eos_token=False,
+        chat_template=CHAT_TEMPLATE,
+    )
+    tc_path.write_text(json.dumps(tc, indent=2, sort_keys=True) + "\n")
+    (out / "chat_template.jinja").unlink(missing_ok=True)
+
+    cfg_path = out / "config.json"
+    cfg = json.loads(cfg_path.read_text())
+    cfg["torch_dtype"] = "float32"  # transformers 4 / vLLM key
+    cfg["dtype"] = "float32"  # transformers 5 key
+    rope = cfg.get("rope_parameters") or {}
+    cfg.setdefault("rope_theta", rope.get("rope_theta", 10000.0))
+    cfg_path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+    for f in out.iterdir():
+        f.chmod(0o644)  # safetensors creates its file with mode 0600
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
@@ -226,28 +258,7 @@ def main() -> None:
     model.generation_config.pad_token_id = tok.pad_token_id
     model.save_pretrained(out, safe_serialization=True)
     tok.save_pretrained(out)
-    # Portable tokenizer_config.json: transformers 5 writes "TokenizersBackend" and puts the chat
-    # template in a separate chat_template.jinja; use the class name and keys that transformers 4
-    # and 5 (and therefore vLLM) both read, with the chat template inline.
-    tc_path = out / "tokenizer_config.json"
-    tc = json.loads(tc_path.read_text())
-    tc.pop("extra_special_tokens", None)
-    tc.pop("backend", None)
-    tc.update(
-        tokenizer_class="PreTrainedTokenizerFast",
-        additional_special_tokens=ROLE_TOKENS,
-        add_bos_token=False,
-        add_eos_token=False,
-        chat_template=CHAT_TEMPLATE,
-    )
-    tc_path.write_text(json.dumps(tc, indent=2, sort_keys=True) + "\n")
-    (out / "chat_template.jinja").unlink(missing_ok=True)
-    # Make sure the saved config says float32 regardless of the transformers version's key name.
-    cfg_path = out / "config.json"
-    cfg = json.loads(cfg_path.read_text())
-    cfg["torch_dtype"] = "float32"
-    cfg["dtype"] = "float32"
-    cfg_path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+    make_portable(out)
 
     total = time.perf_counter() - _T_START
     cpu = time.process_time()
@@ -267,7 +278,10 @@ def main() -> None:
         "cpu_seconds": round(cpu, 1),
     }
     print(json.dumps(info))
-    print(f"wrote {out} ({size / 1e6:.2f} MB) in {total:.1f}s wall ({train_s:.1f}s training, {cpu:.0f}s CPU)")
+    print(
+        f"wrote {out} ({size / 1e6:.2f} MB) in {total:.1f}s wall "
+        f"({train_s:.1f}s training, {cpu:.0f}s CPU)"
+    )
 
 
 if __name__ == "__main__":

@@ -34,6 +34,31 @@ from curate.errors import RunError, one_line
 # vLLM refuses to start when other processes hold part of it. A fixed KV-cache size
 # is predictable instead: 1 GiB serves small models at batch sizes a CPU can run.
 CPU_KV_CACHE_BYTES = 1 << 30
+# On the CPU build a prompt whose prefill is split across engine steps crashes a
+# seeded request ("CPU Generator does not use offset"). A step budget of
+# max_num_seqs * max_model_len tokens means no prompt is ever split; this caps it.
+CPU_MAX_BATCHED_TOKENS = 1 << 16
+CPU_MAX_SEQS = 256
+
+
+def _config_max_len(model: str) -> int | None:
+    """max_position_embeddings from a local model's config.json, if there is one."""
+    import json
+    from pathlib import Path
+
+    config = Path(model) / "config.json"
+    try:
+        value = json.loads(config.read_text(encoding="utf-8")).get("max_position_embeddings")
+    except (OSError, ValueError):
+        return None
+    return int(value) if isinstance(value, int | float) and value > 0 else None
+
+
+def cpu_batch_limits(model: str, max_model_len: int | None) -> dict[str, int]:
+    """Engine limits under which no prefill is split (see CPU_MAX_BATCHED_TOKENS)."""
+    length = max_model_len or _config_max_len(model) or 4096
+    seqs = max(1, min(CPU_MAX_SEQS, CPU_MAX_BATCHED_TOKENS // length))
+    return {"max_model_len": length, "max_num_seqs": seqs, "max_num_batched_tokens": seqs * length}
 
 
 def _on_cpu() -> bool:
@@ -143,6 +168,8 @@ def open_vllm(
         kwargs["gpu_memory_utilization"] = gpu_memory_utilization
     elif _on_cpu():
         kwargs["kv_cache_memory_bytes"] = CPU_KV_CACHE_BYTES
+    if _on_cpu():
+        kwargs.update(cpu_batch_limits(model, max_model_len))
     if max_model_len is not None:
         kwargs["max_model_len"] = max_model_len
     try:

@@ -224,7 +224,10 @@ def summarize(
     gain = best_of_n - mean_score if samples else None
     relative = gain / mean_score if gain is not None and mean_score else None
     hv_fraction = counts["high_variance"] / samples if samples else 0.0
-    passk = pass_at_k_table(per_sample)
+    # An adaptive run stops drawing a sample once it is mixed, so the samples with
+    # more than the smallest N are a biased subset: keep k within every sample's N.
+    min_n = int(means["n_min"] or 0)
+    passk = pass_at_k_table(per_sample, list(range(1, min_n + 1)) if adaptive and min_n else None)
     multiplier = compute_multiplier(per_sample, group_size, hv_fraction)
     summary = DatasetSummary(
         samples=samples,
