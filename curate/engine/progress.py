@@ -45,7 +45,12 @@ class OutcomeTally:
 
     def line(self) -> str:
         right, wrong, mixed = self.counts()
-        return f"always correct {right} · always wrong {wrong} · mixed {mixed}"
+        return f"always right {right} · always wrong {wrong} · mixed {mixed}"
+
+    def short(self) -> str:
+        """The same counts, narrow enough for an 80-column progress bar."""
+        right, wrong, mixed = self.counts()
+        return f"right {right} wrong {wrong} mixed {mixed}"
 
 
 class Progress(Protocol):
@@ -115,7 +120,7 @@ class RichProgress:
 
         self._bar = RichBar(
             TextColumn("[bold]eval"),
-            BarColumn(),
+            BarColumn(bar_width=20),
             MofNCompleteColumn(),
             TaskProgressColumn(),
             TextColumn("{task.fields[rate]}"),
@@ -131,7 +136,7 @@ class RichProgress:
         self._t0 = time.monotonic()
         self._bar.start()
         self._task = self._bar.add_task(
-            "eval", total=total, completed=done, rate="", tally=tally.line()
+            "eval", total=total, completed=done, rate="", tally=tally.short()
         )
 
     def advance(self, rollouts: int, errors: int, tally: OutcomeTally) -> None:
@@ -139,7 +144,7 @@ class RichProgress:
         rate = self._new / max(time.monotonic() - self._t0, 1e-9)
         assert self._task is not None
         self._bar.update(
-            self._task, advance=rollouts, rate=f"{rate:.1f} rollouts/s", tally=tally.line()
+            self._task, advance=rollouts, rate=f"{rate:.0f}/s", tally=tally.short()
         )
 
     def finish(self) -> None:
