@@ -94,7 +94,7 @@ def eval_cmd(
     ] = False,
     chunk_size: Annotated[
         int, typer.Option(min=1, help="Prompts per engine call (and per shard).")
-    ] = 256,
+    ] = 512,
     tensor_parallel_size: Annotated[int, typer.Option(min=1, help="vLLM: GPUs per model.")] = 1,
     max_model_len: Annotated[int | None, typer.Option(help="vLLM: context length.")] = None,
     gpu_memory_utilization: Annotated[

@@ -5,6 +5,7 @@ cache: a re-run does only the (sample_id, run_idx) pairs that are not stored."""
 from __future__ import annotations
 
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
 # Prompts per engine call, and per shard: large enough that the engine batches
 # well, small enough that a killed run loses little.
-DEFAULT_CHUNK_SIZE = 256
+DEFAULT_CHUNK_SIZE = 512
 # A streaming backend's finished rollouts reach disk at least this often.
 FLUSH_SECONDS = 2.0
 
@@ -148,11 +149,16 @@ def grade_generations(
                 else:
                     to_grade.append(row)
     if to_grade:
+        # Graders are pure functions of (completion, reference): grade each distinct
+        # pair once. Short answers repeat a lot across a sample's rollouts.
+        pairs = [(cols["completion"][i], cols["sample_id"][i]) for i in to_grade]
+        unique = list(dict.fromkeys(pairs))
         results = grader.grade_batch(
-            [cols["completion"][i] for i in to_grade],
-            [references[cols["sample_id"][i]] for i in to_grade],
+            [text for text, _ in unique], [references[sid] for _, sid in unique]
         )
-        for i, res in zip(to_grade, results, strict=True):
+        by_pair = dict(zip(unique, results, strict=True))
+        for i, pair in zip(to_grade, pairs, strict=True):
+            res = by_pair[pair]
             cols["extracted"][i] = res.extracted
             if res.error is not None:
                 cols["error"][i] = f"grader: {res.error}"
@@ -264,19 +270,38 @@ def run_eval(
     result = EvalResult(skipped=total - todo)
     start = time.perf_counter()
     progress.start(total, total - todo, tally)
+    def store_chunk(
+        chunk: Sequence[GenerationRequest], generations: Sequence[Sequence[Generation]]
+    ) -> None:
+        cols = grade_generations(chunk, generations, references, grader)
+        frame = pl.DataFrame(cols, schema_overrides={"run_idx": pl.Int32})
+        store.append(frame)
+        n = frame.height
+        errors = sum(e is not None for e in cols["error"])
+        result.rollouts += n
+        result.errors += errors
+        result.truncated += sum(bool(t) for t in cols["truncated"])
+        result.shards += 1
+        tally.add_many(zip(cols["sample_id"], cols["score"], strict=True))
+        progress.advance(n, errors, tally)
+
+    batches = _generate(backend, requests, sampling, mode, chunk_size)
     try:
-        for chunk, generations in _generate(backend, requests, sampling, mode, chunk_size):
-            cols = grade_generations(chunk, generations, references, grader)
-            frame = pl.DataFrame(cols, schema_overrides={"run_idx": pl.Int32})
-            store.append(frame)
-            n = frame.height
-            errors = sum(e is not None for e in cols["error"])
-            result.rollouts += n
-            result.errors += errors
-            result.truncated += sum(bool(t) for t in cols["truncated"])
-            result.shards += 1
-            tally.add_many(zip(cols["sample_id"], cols["score"], strict=True))
-            progress.advance(n, errors, tally)
+        if isinstance(backend, StreamingBackend):
+            # Results already arrive on the backend's own thread: store them in order.
+            for chunk, generations in batches:
+                store_chunk(chunk, generations)
+        else:
+            # Grade and write chunk k on a worker thread while the engine generates
+            # chunk k+1; at most one chunk waits, so a crash loses at most two.
+            pending: Future[None] | None = None
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="curate-store") as pool:
+                for chunk, generations in batches:
+                    if pending is not None:
+                        pending.result()
+                    pending = pool.submit(store_chunk, chunk, generations)
+                if pending is not None:
+                    pending.result()
     finally:
         progress.finish()
         result.seconds = time.perf_counter() - start
