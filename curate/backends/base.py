@@ -80,9 +80,10 @@ class StreamingBackend(Backend, Protocol):
     """A backend that can hand back each request's generations as soon as they finish.
 
     `stream` yields (index into `requests`, that request's generations) in
-    completion order; the engine writes them to disk within seconds.
+    completion order, and None now and then while nothing has finished, so the
+    engine can write what it holds to disk within seconds.
     """
 
     def stream(
         self, requests: Sequence[GenerationRequest], sampling: SamplingConfig, mode: Mode
-    ) -> Iterator[tuple[int, list[Generation]]]: ...
+    ) -> Iterator[tuple[int, list[Generation]] | None]: ...

@@ -525,14 +525,17 @@ class OpenAIBackend:
     ) -> list[list[Generation]]:
         """All requests' generations, in request order (built on `stream`)."""
         out: list[list[Generation]] = [[] for _ in requests]
-        for index, gens in self.stream(requests, sampling, mode):
-            out[index] = gens
+        for item in self.stream(requests, sampling, mode):
+            if item is not None:
+                index, gens = item
+                out[index] = gens
         return out
 
     def stream(
         self, requests: Sequence[GenerationRequest], sampling: SamplingConfig, mode: Mode
-    ) -> Iterator[tuple[int, list[Generation]]]:
-        """Yield (index, generations) as requests finish; stops the loop if abandoned."""
+    ) -> Iterator[tuple[int, list[Generation]] | None]:
+        """Yield (index, generations) as requests finish, None while waiting; stops the
+        loop if abandoned."""
         if not requests:
             return
         results: queue.Queue[tuple[str, Any]] = queue.Queue()
@@ -552,6 +555,7 @@ class OpenAIBackend:
                 except queue.Empty:
                     if not thread.is_alive() and results.empty():
                         raise RunError("the openai backend's worker thread stopped") from None
+                    yield None  # a heartbeat: lets the engine flush what it holds
                     continue
                 if kind == "result":
                     yield payload
@@ -630,7 +634,7 @@ def _http_client(cfg: ClientConfig) -> Any:
     # The pool must hold every concurrent request, or requests would queue inside the
     # client, where our timeout would count their waiting time.
     size = cfg.concurrency + 8
-    kwargs = {
+    kwargs: dict[str, Any] = {
         "limits": type(DEFAULT_CONNECTION_LIMITS)(
             max_connections=size, max_keepalive_connections=size, keepalive_expiry=30.0
         ),

@@ -19,7 +19,7 @@ from typing import Any
 # unless the user sets VLLM_LOGGING_LEVEL themselves.
 os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
 
-import vllm  # noqa: E402  (a missing extra fails here, when the backend is chosen)
+import vllm
 
 from curate.backends.base import (
     BackendInfo,

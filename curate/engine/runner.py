@@ -184,11 +184,13 @@ def _generate(
         done_reqs: list[GenerationRequest] = []
         done_gens: list[list[Generation]] = []
         last = time.monotonic()
-        for index, gens in _guard(lambda: backend.stream(requests, sampling, mode)):
-            done_reqs.append(requests[index])
-            done_gens.append(gens)
+        for item in _guard(lambda: backend.stream(requests, sampling, mode)):
+            if item is not None:  # None is a heartbeat: nothing new, time to flush?
+                index, gens = item
+                done_reqs.append(requests[index])
+                done_gens.append(gens)
             now = time.monotonic()
-            if len(done_reqs) >= chunk_size or now - last >= FLUSH_SECONDS:
+            if done_reqs and (len(done_reqs) >= chunk_size or now - last >= FLUSH_SECONDS):
                 yield done_reqs, done_gens
                 done_reqs, done_gens, last = [], [], now
         if done_reqs:

@@ -126,7 +126,8 @@ def render_markdown(
     m = s.compute_multiplier
     lines += [
         "",
-        f"**Compute multiplier:** {m.recommended} (seed rule of thumb: {m.rule_of_thumb}): {m.reason}.",
+        f"**Compute multiplier:** {m.recommended} "
+        f"(seed rule of thumb: {m.rule_of_thumb}): {m.reason}.",
     ]
     if s.warnings:
         lines += ["", "**Warnings**", ""] + [f"- {w}" for w in s.warnings]

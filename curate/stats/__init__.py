@@ -19,13 +19,13 @@ from curate.stats.per_sample import (
 
 __all__ = [
     "CATEGORIES",
-    "Analysis",
-    "analyze",
     "DEFAULT_GROUP_SIZE",
     "DEFAULT_THRESHOLD",
+    "Analysis",
     "BetaPrior",
     "DatasetSummary",
     "aggregate_rollouts",
+    "analyze",
     "fit_beta_prior",
     "gate_curve",
     "pass_at_k",

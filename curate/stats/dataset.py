@@ -285,7 +285,8 @@ def _warnings(s: DatasetSummary, scored: pl.DataFrame, *, adaptive: bool) -> lis
     few = scored.filter(pl.col("n_rollouts") < MIN_RUNS).height
     if few:
         out.append(
-            f"{few} sample(s) have fewer than {MIN_RUNS} scored rollouts: their variance is unreliable"
+            f"{few} sample(s) have fewer than {MIN_RUNS} scored rollouts: "
+            "their variance is unreliable"
         )
     lo, hi = s.rollouts_per_sample["min"], s.rollouts_per_sample["max"]
     if lo != hi:
@@ -298,7 +299,8 @@ def _warnings(s: DatasetSummary, scored: pl.DataFrame, *, adaptive: bool) -> lis
             out.append(f"ragged rollout counts: {lo} to {hi} scored rollouts per sample")
     if s.errors:
         out.append(
-            f"{s.errors} rollout(s) failed ({s.error_rate:.1%}); they are excluded from every statistic"
+            f"{s.errors} rollout(s) failed ({s.error_rate:.1%}); "
+            "they are excluded from every statistic"
         )
     if s.unscored_samples:
         out.append(f"{s.unscored_samples} sample(s) have no scored rollout (every attempt failed)")

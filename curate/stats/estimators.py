@@ -107,10 +107,7 @@ def fit_beta_prior(counts: Iterable[tuple[int, float, int]]) -> BetaPrior:
     var_p = sum(w * (r - mu0) ** 2 for r, _, w in rates) / total_w
     noise = sum(w * mu0 * (1 - mu0) / n for _, n, w in rates) / total_w
     between = var_p - noise
-    if between > 1e-12:
-        s0 = mu0 * (1 - mu0) / between - 1.0
-    else:
-        s0 = _MAX_STRENGTH
+    s0 = mu0 * (1 - mu0) / between - 1.0 if between > 1e-12 else _MAX_STRENGTH
     log_s = math.log(min(max(s0, _MIN_STRENGTH), _MAX_STRENGTH))
 
     def loglik(mu: float, ls: float) -> float:
@@ -119,16 +116,14 @@ def fit_beta_prior(counts: Iterable[tuple[int, float, int]]) -> BetaPrior:
         lb = math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
         out = 0.0
         for n, c, w in rows:
-            out += w * (
-                math.lgamma(c + a) + math.lgamma(n - c + b) - math.lgamma(n + a + b) - lb
-            )
+            out += w * (math.lgamma(c + a) + math.lgamma(n - c + b) - math.lgamma(n + a + b) - lb)
         return out
 
     mu, ls = mu0, log_s
     lo_ls, hi_ls = math.log(_MIN_STRENGTH), math.log(_MAX_STRENGTH)
     for _ in range(6):  # coordinate ascent; each step a golden-section search
-        ls = _golden_max(lambda x: loglik(mu, x), lo_ls, hi_ls)
-        mu = _golden_max(lambda x: loglik(x, ls), _MIN_MEAN, 1 - _MIN_MEAN)
+        ls = _golden_max(lambda x, m=mu: loglik(m, x), lo_ls, hi_ls)
+        mu = _golden_max(lambda x, s=ls: loglik(x, s), _MIN_MEAN, 1 - _MIN_MEAN)
     s = math.exp(ls)
     return BetaPrior(alpha=mu * s, beta=(1 - mu) * s)
 

@@ -40,9 +40,7 @@ _shard_counter = itertools.count()
 def is_run_dir(path: str | os.PathLike[str]) -> bool:
     """True when `path` looks like a directory written by `curate eval`."""
     path = Path(path)
-    return path.is_dir() and (
-        (path / MANIFEST_FILE).is_file() or (path / ROLLOUTS_DIR).is_dir()
-    )
+    return path.is_dir() and ((path / MANIFEST_FILE).is_file() or (path / ROLLOUTS_DIR).is_dir())
 
 
 class RolloutStore:
@@ -142,7 +140,9 @@ class RolloutStore:
                 schema={name: rollout_schema()[name] for name in cols}  # type: ignore[misc]
             ).with_columns(pl.lit(0, dtype=pl.Int32).alias("_shard"))
         frames = [
-            pl.scan_parquet(path).select(cols).with_columns(pl.lit(i, dtype=pl.Int32).alias("_shard"))
+            pl.scan_parquet(path)
+            .select(cols)
+            .with_columns(pl.lit(i, dtype=pl.Int32).alias("_shard"))
             for i, path in enumerate(shards)
         ]
         return pl.concat(frames, how="vertical")

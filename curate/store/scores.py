@@ -257,9 +257,12 @@ def _sample_major(frame: pl.DataFrame, width: int, has_run_idx: bool) -> pl.Data
     del runs
     # Strictly rising run_idx within a block: no (sample_id, run_idx) pair repeats.
     rid = pl.col("run_idx")
-    if has_run_idx and not frame.select(
-        ((rid > rid.shift(1)) | (pl.int_range(pl.len(), dtype=pl.UInt32) % width == 0)).all()
-    ).item():
+    if (
+        has_run_idx
+        and not frame.select(
+            ((rid > rid.shift(1)) | (pl.int_range(pl.len(), dtype=pl.UInt32) % width == 0)).all()
+        ).item()
+    ):
         return None
     ids = frame["sample_id"].gather_every(width)
     if ids.n_unique() != blocks:  # a sample split over two blocks
@@ -317,9 +320,10 @@ def _aggregate_hashed(rows: pl.LazyFrame, has_run_idx: bool) -> pl.DataFrame | N
     )
     if agg.height == 0 or agg["sample_id"].null_count() or agg["_bad"].sum():
         return None
-    if has_run_idx and not agg.select(
-        (pl.col("_bits").bitwise_count_ones() == pl.col("_rows")).all()
-    ).item():
+    if (
+        has_run_idx
+        and not agg.select((pl.col("_bits").bitwise_count_ones() == pl.col("_rows")).all()).item()
+    ):
         return None
     return agg.drop("_rows", "_bad", "_bits", strict=False)
 
@@ -412,7 +416,9 @@ def _normalise(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
     else:
         as_text = score.cast(pl.String)
         parsed = as_text.str.strip_chars().cast(pl.Float64, strict=False)
-        bad = frame.filter(parsed.is_null() & as_text.is_not_null() & (as_text.str.strip_chars() != ""))
+        bad = frame.filter(
+            parsed.is_null() & as_text.is_not_null() & (as_text.str.strip_chars() != "")
+        )
         if bad.height:
             raise InputError(
                 f"score is not numeric (sample {bad['sample_id'][0]!r}: {bad['score'][0]!r})",
@@ -430,7 +436,9 @@ def _normalise(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
         frame = frame.with_columns(pl.col("run_idx").cast(pl.Int32))
     else:
         # No run index: number each sample's rows in file order.
-        frame = frame.with_columns(pl.int_range(pl.len()).over("sample_id").cast(pl.Int32).alias("run_idx"))
+        frame = frame.with_columns(
+            pl.int_range(pl.len()).over("sample_id").cast(pl.Int32).alias("run_idx")
+        )
     return frame.select(
         "sample_id", "run_idx", "score", "error", *(c for c in _EXTRA_COLUMNS if c in frame.columns)
     )

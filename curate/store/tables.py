@@ -1,4 +1,4 @@
-"""Reading and writing tables: every Parquet, CSV and JSONL file curate touches goes through here."""
+"""Reading and writing tables: every Parquet, CSV and JSONL file curate touches goes here."""
 
 from __future__ import annotations
 

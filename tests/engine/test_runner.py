@@ -203,3 +203,46 @@ def test_streaming_backend_results_are_flushed_as_they_arrive(tmp_path: Path) ->
     assert res.rollouts == 12 and res.shards == 3
     assert seen_on_disk == [0, 0, 1, 1, 2, 2]
     assert store.rollouts()["score"].to_list() == [1.0] * 12
+
+
+def test_heartbeats_flush_buffered_rollouts_while_the_stream_waits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A finished rollout reaches disk even when nothing else arrives for a while."""
+    import time as _time
+
+    from curate.backends.base import Generation
+    from curate.engine import runner
+
+    monkeypatch.setattr(runner, "FLUSH_SECONDS", 0.05)
+    store = RolloutStore(tmp_path / "run")
+    on_disk_during_wait: list[int] = []
+
+    class Slow:
+        def info(self):  # type: ignore[no-untyped-def]
+            raise NotImplementedError
+
+        def generate(self, requests, sampling, mode):  # type: ignore[no-untyped-def]
+            raise AssertionError("stream should be used")
+
+        def stream(self, requests, sampling, mode):  # type: ignore[no-untyped-def]
+            yield 0, [Generation(text="1")]
+            for _ in range(5):  # the second request stalls: heartbeats only
+                _time.sleep(0.03)
+                yield None
+            on_disk_during_wait.append(len(store.shard_paths()))
+            yield 1, [Generation(text="1")]
+
+    res = run_eval(
+        store,
+        backend=Slow(),
+        grader=get_grader("exact"),  # type: ignore[arg-type]
+        prompts={"a": "p", "b": "q"},
+        references={"a": "1", "b": "1"},
+        runs=1,
+        sampling=SamplingConfig(),
+        mode="completion",
+        seed=0,
+        chunk_size=100,
+    )
+    assert on_disk_during_wait == [1] and res.rollouts == 2
