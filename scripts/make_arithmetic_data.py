@@ -43,8 +43,7 @@ BANDS: list[tuple[str, str, int, int, int]] = [
 ]
 
 
-# Same problem generator as scripts/train_tiny_model.py (kept in sync by hand, so that this
-# script does not need torch).
+# The problem generator; scripts/train_tiny_model.py imports it (this module needs no torch).
 def rand_int(rng: random.Random, digits: int) -> int:
     if digits == 1:
         return rng.randint(0, 9)

@@ -32,6 +32,7 @@ from pathlib import Path  # noqa: E402
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch  # noqa: E402
+from make_arithmetic_data import make_problem  # noqa: E402  (scripts/ is on sys.path)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -72,21 +73,6 @@ TRAIN_MIX = [
     ("+", 3, 3, 1),
     ("*", 2, 1, 1),
 ]
-
-
-def rand_int(rng: random.Random, digits: int) -> int:
-    if digits == 1:
-        return rng.randint(0, 9)
-    return rng.randint(10 ** (digits - 1), 10**digits - 1)
-
-
-def make_problem(rng: random.Random, op: str, da: int, db: int) -> tuple[str, str]:
-    """Return (question, answer) with a non-negative answer."""
-    a, b = rand_int(rng, da), rand_int(rng, db)
-    if op == "-" and a < b:
-        a, b = b, a
-    value = {"+": a + b, "-": a - b, "*": a * b}[op]
-    return f"What is {a} {op} {b}?", str(value)
 
 
 def build_tokenizer():

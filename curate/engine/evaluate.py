@@ -7,11 +7,12 @@ import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from curate.backends.base import Mode, SamplingConfig
 from curate.backends.registry import open_backend
 from curate.data.samples import (
+    FieldMap,
     answer_values,
     assign_ids,
     build_prompts,
@@ -26,6 +27,9 @@ from curate.engine.settings import SCORE_KEYS, EvalSettings, score_differences
 from curate.errors import UsageError
 from curate.graders import default_grader_spec, get_grader
 from curate.store.run_dir import RolloutStore
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 @dataclass
@@ -86,11 +90,8 @@ def _local_chat_template(model: str) -> bool | None:
     return bool(data.get("chat_template")) or (Path(model) / "chat_template.jinja").is_file()
 
 
-def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome:
-    """Run (or resume) an evaluation; returns where it is and what was done."""
-    if opts.runs < 1:
-        raise UsageError("--runs must be at least 1")
-    policy = adaptive_policy(opts)
+def load_eval_samples(opts: EvalOptions) -> tuple[pl.DataFrame, FieldMap]:
+    """The samples `opts` names, with their fields resolved and a `sample_id` each."""
     frame = load_dataset(opts.data, limit=opts.limit, split=opts.split)
     fields = resolve_fields(
         frame,
@@ -100,7 +101,15 @@ def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome
         template=opts.template,
         source=opts.data,
     )
-    frame = assign_ids(frame, fields, source=opts.data)
+    return assign_ids(frame, fields, source=opts.data), fields
+
+
+def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome:
+    """Run (or resume) an evaluation; returns where it is and what was done."""
+    if opts.runs < 1:
+        raise UsageError("--runs must be at least 1")
+    policy = adaptive_policy(opts)
+    frame, fields = load_eval_samples(opts)
     references = dict(
         zip(frame["sample_id"].to_list(), answer_values(frame, fields), strict=True)
     )

@@ -136,20 +136,11 @@ def estimate_eval(
     --max-runs per sample, at most --budget in all)."""
     import polars as pl
 
-    from curate.data.samples import assign_ids, build_prompts, load_dataset, resolve_fields
-    from curate.engine.evaluate import _local_chat_template, default_run_dir
+    from curate.data.samples import build_prompts
+    from curate.engine.evaluate import _local_chat_template, default_run_dir, load_eval_samples
     from curate.store.run_dir import RolloutStore
 
-    frame = load_dataset(opts.data, limit=opts.limit, split=getattr(opts, "split", None))
-    fields = resolve_fields(
-        frame,
-        prompt_field=opts.prompt_field,
-        answer_field=opts.answer_field,
-        id_field=opts.id_field,
-        template=opts.template,
-        source=opts.data,
-    )
-    frame = assign_ids(frame, fields, source=opts.data)
+    frame, fields = load_eval_samples(opts)
     mode = opts.mode
     if mode is None:
         mode = "completion" if _local_chat_template(opts.model) is False else "chat"

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from curate.errors import InputError
+from curate.errors import InputError, one_line
 from curate.store.run_dir import RolloutStore, is_run_dir, pairs_distinct, run_bits
 from curate.store.schema import REQUIRED_SCORE_COLUMNS
 from curate.store.tables import read_table, scan_table, table_format
@@ -72,7 +72,7 @@ def load_scores(path: str | os.PathLike[str]) -> ScoreSource:
     except InputError:
         raise
     except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
-        raise InputError(f"cannot read table: {_first_line(exc)}", path=path) from exc
+        raise InputError(f"cannot read table: {one_line(exc)}", path=path) from exc
     missing = [c for c in REQUIRED_SCORE_COLUMNS if c not in names]
     if missing:
         raise InputError(
@@ -83,10 +83,7 @@ def load_scores(path: str | os.PathLike[str]) -> ScoreSource:
     try:
         frame = lf.select(keep).collect()
     except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
-        if path.suffix.lower() == ".json":
-            frame = read_table(path).select(keep)
-        else:
-            raise InputError(f"cannot read table: {_first_line(exc)}", path=path) from exc
+        raise InputError(f"cannot read table: {one_line(exc)}", path=path) from exc
     frame = _normalise(frame, path)
     frame = _validate(frame, path)
     frame = _resolve_duplicates(frame, path)
@@ -500,7 +497,3 @@ def _resolve_duplicates(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
         )
     return frame.unique(subset=["sample_id", "run_idx"], keep="first", maintain_order=True)
 
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0][:300] if lines else type(exc).__name__

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from curate.errors import InputError
+from curate.errors import InputError, one_line
 from curate.store.atomic import atomic_path
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ def read_table(path: str | os.PathLike[str]) -> pl.DataFrame:
     except InputError:
         raise
     except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
-        raise InputError(f"cannot read {fmt} table: {_one_line(exc)}", path=path) from exc
+        raise InputError(f"cannot read {fmt} table: {one_line(exc)}", path=path) from exc
 
 
 def _read_json_any(path: Path) -> pl.DataFrame:
@@ -100,7 +100,3 @@ def write_table(frame: pl.DataFrame, path: str | os.PathLike[str]) -> Path:
             frame.write_ndjson(tmp)
     return path
 
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0][:300] if text else type(exc).__name__
