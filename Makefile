@@ -42,6 +42,7 @@ demo: setup
 
 lint: setup
 	$(BIN)/ruff check curate tests benchmarks scripts
+	$(BIN)/ruff format --check curate tests benchmarks scripts
 	$(BIN)/mypy
 
 bench: setup

@@ -94,8 +94,10 @@ def simulate(args: argparse.Namespace) -> bool:
     print(f"== simulated population: {size} samples, N = {n}, round size {DEFAULT_ROUND_SIZE} ==")
     print("(a) replay of fixed-N outcomes through the policy, cap N: every label equal (asserted)")
     print("(b) mixed samples at equal total rollouts: adaptive --budget N x samples vs uniform N")
-    print(f"{'p ~':>14} {'seed':>5} {'mean p':>7} {'saved M=1':>10} {'saved M=2':>10}"
-          f" {'uniform mixed':>14} {'adaptive mixed':>15} {'ratio':>7}")
+    print(
+        f"{'p ~':>14} {'seed':>5} {'mean p':>7} {'saved M=1':>10} {'saved M=2':>10}"
+        f" {'uniform mixed':>14} {'adaptive mixed':>15} {'ratio':>7}"
+    )
     primary: list[float] = []
     for ab in [PRIMARY, *OTHERS]:
         seeds = range(args.seed, args.seed + (args.repeats if ab == PRIMARY else 1))
@@ -216,8 +218,13 @@ def live(args: argparse.Namespace) -> None:
         prompts = dict(zip(ids, build_prompts(frame, fields, mode), strict=True))
         grader = get_grader("numeric")
         common = dict(
-            backend=backend, grader=grader, prompts=prompts, references=refs,
-            sampling=sampling, mode=mode, seed=args.seed,
+            backend=backend,
+            grader=grader,
+            prompts=prompts,
+            references=refs,
+            sampling=sampling,
+            mode=mode,
+            seed=args.seed,
         )
         t = time.perf_counter()
         fixed_store = RolloutStore(Path(tmp) / "fixed")
@@ -225,8 +232,10 @@ def live(args: argparse.Namespace) -> None:
         fixed_s = time.perf_counter() - t
         seqs = sequences_from_store(fixed_store.run_dir)
         fixed_labels = Counter(str(outcome_label(s)) for s in seqs.values())
-        print(f"fixed N = {n}: {size * n} rollouts in {fixed_s:.1f} s, labels "
-              f"{dict(sorted(fixed_labels.items()))}")
+        print(
+            f"fixed N = {n}: {size * n} rollouts in {fixed_s:.1f} s, labels "
+            f"{dict(sorted(fixed_labels.items()))}"
+        )
         report_replay("(a) replay of the stored fixed-N outcomes", seqs, n)
 
         t = time.perf_counter()
@@ -246,8 +255,7 @@ def live(args: argparse.Namespace) -> None:
         policy = AdaptivePolicy(round_size=args.round_size, max_runs=None, budget=size * n)
         res = run_adaptive(RolloutStore(Path(tmp) / "budget"), policy=policy, **common)  # type: ignore[arg-type]
         mixed = sum(
-            outcome_label(s) == "mixed"
-            for s in sequences_from_store(Path(tmp) / "budget").values()
+            outcome_label(s) == "mixed" for s in sequences_from_store(Path(tmp) / "budget").values()
         )
         fm = fixed_labels.get("mixed", 0)
         print(
@@ -279,13 +287,16 @@ def main() -> int:
     ok = simulate(args)
     if args.replay_run is not None:
         print()
-        report_replay(f"(a) replay of {args.replay_run}", sequences_from_store(args.replay_run),
-                      args.runs)
+        report_replay(
+            f"(a) replay of {args.replay_run}", sequences_from_store(args.replay_run), args.runs
+        )
     if not args.no_live:
         live(args)
     if not ok and not args.no_check:
-        print(f"FAIL: adaptive found under {BAR}x the mixed samples of uniform N on "
-              f"Beta{PRIMARY}", file=sys.stderr)
+        print(
+            f"FAIL: adaptive found under {BAR}x the mixed samples of uniform N on Beta{PRIMARY}",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

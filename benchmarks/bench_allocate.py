@@ -75,8 +75,12 @@ def main() -> int:
         cells = []
         for rule in ("min", "rate"):
             plan = allocate(
-                analysis.per_sample, budget, method=method, min_runs=args.min_runs,
-                zero_signal=rule, prior=analysis.prior,
+                analysis.per_sample,
+                budget,
+                method=method,
+                min_runs=args.min_runs,
+                zero_signal=rule,
+                prior=analysis.prior,
             )
             counts = np.zeros(size, dtype=np.int64)
             for sid, n in plan.select("sample_id", "planned_rollouts").iter_rows():
@@ -91,8 +95,10 @@ def main() -> int:
     )
     oracle = np.sqrt(sigma2)
     oracle_n = budget * oracle / oracle.sum()
-    print(f"{'oracle':>10}: V / V(uniform) = {variance_proxy(sigma2, oracle_n) / uniform:.3f}  "
-          "(Neyman on the true rates, continuous, no bounds)")
+    print(
+        f"{'oracle':>10}: V / V(uniform) = {variance_proxy(sigma2, oracle_n) / uniform:.3f}  "
+        "(Neyman on the true rates, continuous, no bounds)"
+    )
     if ratios[("neyman", "rate")] >= 1.0 and not args.no_check:
         print("FAIL: neyman allocation does not beat uniform", file=sys.stderr)
         return 1

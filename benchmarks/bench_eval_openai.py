@@ -42,8 +42,9 @@ def main() -> int:
     parser.add_argument("--max-tokens", type=int, default=16)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--sequential-limit", type=int, default=8,
-                        help="prompts timed for the sequential loop")
+    parser.add_argument(
+        "--sequential-limit", type=int, default=8, help="prompts timed for the sequential loop"
+    )
     parser.add_argument("--target", type=float, default=0.95)
     parser.add_argument("--no-check", action="store_true")
     args = parser.parse_args()
@@ -72,8 +73,9 @@ def main() -> int:
             server.stop()
 
 
-def run(args: argparse.Namespace, base_url: str, prompts: dict[str, Any],
-        refs: dict[str, Any]) -> int:
+def run(
+    args: argparse.Namespace, base_url: str, prompts: dict[str, Any], refs: dict[str, Any]
+) -> int:
     from curate.backends.base import SamplingConfig
     from curate.backends.openai_api import open_openai
     from curate.engine.runner import run_eval
@@ -87,14 +89,24 @@ def run(args: argparse.Namespace, base_url: str, prompts: dict[str, Any],
 
     def curate() -> float:
         grader = get_grader("numeric")
-        with tempfile.TemporaryDirectory() as tmp, open_openai(
-            args.model, seed=0, base_url=base_url, concurrency=args.concurrency
-        ) as backend:
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            open_openai(
+                args.model, seed=0, base_url=base_url, concurrency=args.concurrency
+            ) as backend,
+        ):
             store = RolloutStore(Path(tmp) / "run")
             start = time.perf_counter()
             result = run_eval(
-                store, backend=backend, grader=grader, prompts=prompts, references=refs,
-                runs=args.runs, sampling=sampling, mode="chat", seed=0,
+                store,
+                backend=backend,
+                grader=grader,
+                prompts=prompts,
+                references=refs,
+                runs=args.runs,
+                sampling=sampling,
+                mode="chat",
+                seed=0,
             )
             elapsed = time.perf_counter() - start
             assert result.rollouts == rollouts and result.errors == 0, result
@@ -117,8 +129,11 @@ def run(args: argparse.Namespace, base_url: str, prompts: dict[str, Any],
         for sid, messages in seq_prompts.items():
             for run_idx in range(args.runs):
                 resp = client.chat.completions.create(
-                    model=args.model, messages=messages, temperature=sampling.temperature,
-                    top_p=sampling.top_p, max_tokens=sampling.max_tokens,
+                    model=args.model,
+                    messages=messages,
+                    temperature=sampling.temperature,
+                    top_p=sampling.top_p,
+                    max_tokens=sampling.max_tokens,
                     seed=derive_seed(0, sid, run_idx),
                 )
                 got += len(resp.choices)
@@ -146,16 +161,25 @@ def run(args: argparse.Namespace, base_url: str, prompts: dict[str, Any],
     # Each pair ran back to back: the median of the pairs' ratios is robust to load
     # from other processes drifting over the run (the check uses it).
     ratio = statistics.median(bt / ct for bt, ct in zip(bare_t, cur_t, strict=True))
-    print(f"workload: {len(prompts)} prompts x {args.runs} rollouts = {rollouts}, "
-          f"max_tokens={args.max_tokens}, concurrency {args.concurrency}, server {base_url}")
-    print(f"bare async client:  median {b:.3f} s  {bare_rate:8.1f} rollouts/s  "
-          f"runs {[round(t, 3) for t in bare_t]}")
-    print(f"curate run_eval:    median {c:.3f} s  {cur_rate:8.1f} rollouts/s  "
-          f"runs {[round(t, 3) for t in cur_t]}")
-    print(f"sequential loop:    {seq_t:.3f} s for {seq_rollouts} rollouts  "
-          f"{seq_rate:8.1f} rollouts/s")
-    print(f"curate / bare throughput: {ratio:.3f}x median of paired runs, "
-          f"{cur_rate / bare_rate:.3f}x of medians  (target >= {args.target:.2f}x)")
+    print(
+        f"workload: {len(prompts)} prompts x {args.runs} rollouts = {rollouts}, "
+        f"max_tokens={args.max_tokens}, concurrency {args.concurrency}, server {base_url}"
+    )
+    print(
+        f"bare async client:  median {b:.3f} s  {bare_rate:8.1f} rollouts/s  "
+        f"runs {[round(t, 3) for t in bare_t]}"
+    )
+    print(
+        f"curate run_eval:    median {c:.3f} s  {cur_rate:8.1f} rollouts/s  "
+        f"runs {[round(t, 3) for t in cur_t]}"
+    )
+    print(
+        f"sequential loop:    {seq_t:.3f} s for {seq_rollouts} rollouts  {seq_rate:8.1f} rollouts/s"
+    )
+    print(
+        f"curate / bare throughput: {ratio:.3f}x median of paired runs, "
+        f"{cur_rate / bare_rate:.3f}x of medians  (target >= {args.target:.2f}x)"
+    )
     print(f"curate / sequential speed-up: {cur_rate / seq_rate:.1f}x")
     if ratio < args.target and not args.no_check:
         print("FAIL: curate eval is below the target throughput ratio", file=sys.stderr)
@@ -163,8 +187,14 @@ def run(args: argparse.Namespace, base_url: str, prompts: dict[str, Any],
     return 0
 
 
-async def bare_client(args: argparse.Namespace, base_url: str, prompts: dict[str, Any],
-                      seeds: dict[str, int], sampling: Any, rollouts: int) -> float:
+async def bare_client(
+    args: argparse.Namespace,
+    base_url: str,
+    prompts: dict[str, Any],
+    seeds: dict[str, int],
+    sampling: Any,
+    rollouts: int,
+) -> float:
     """The minimal client: every request at once behind a semaphore of C."""
     from openai import AsyncOpenAI
 
@@ -174,8 +204,12 @@ async def bare_client(args: argparse.Namespace, base_url: str, prompts: dict[str
     async def one(sid: str, messages: Any) -> int:
         async with gate:
             resp = await client.chat.completions.create(
-                model=args.model, messages=messages, n=args.runs, seed=seeds[sid],
-                temperature=sampling.temperature, top_p=sampling.top_p,
+                model=args.model,
+                messages=messages,
+                n=args.runs,
+                seed=seeds[sid],
+                temperature=sampling.temperature,
+                top_p=sampling.top_p,
                 max_tokens=sampling.max_tokens,
             )
             return len(resp.choices)

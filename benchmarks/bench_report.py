@@ -78,9 +78,7 @@ def measure(cmd: list[str], out_path: Path) -> dict:
     )
     result = json.loads(done.stdout)
     if result["code"] != 0:
-        raise SystemExit(
-            f"bench: {' '.join(cmd)} exited {result['code']}:\n{result['stderr']}"
-        )
+        raise SystemExit(f"bench: {' '.join(cmd)} exited {result['code']}:\n{result['stderr']}")
     return result
 
 
@@ -133,9 +131,9 @@ def dataset(
         {
             # Ids as an eval harness writes them: strings, not zero-padded (so the
             # file is grouped by sample but not in lexical order).
-            "sample_id": pl.Series(("prompt-" + index.cast(pl.String)).gather(
-                np.repeat(np.arange(samples), runs)
-            )),
+            "sample_id": pl.Series(
+                ("prompt-" + index.cast(pl.String)).gather(np.repeat(np.arange(samples), runs))
+            ),
             "run_idx": np.tile(np.arange(runs, dtype=np.int32), samples),
             "score": scores.ravel(),
         }

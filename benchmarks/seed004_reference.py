@@ -58,9 +58,7 @@ def compute_variance_metrics(results: dict[str, list[float]]) -> list[dict]:
 
 def identify_high_variance_samples(metrics: list[dict], variance_threshold: float = 0.01):
     high_variance = [
-        m
-        for m in metrics
-        if m["variance"] > variance_threshold and 0 < m["mean_score"] < 1.0
+        m for m in metrics if m["variance"] > variance_threshold and 0 < m["mean_score"] < 1.0
     ]
     # The seed prints these three counts; they are returned here instead.
     always_correct = sum(1 for m in metrics if m["best_score"] == 1.0 and m["variance"] == 0)

@@ -82,9 +82,7 @@ def _water_fill(w: np.ndarray, total: float, lo: np.ndarray, hi: np.ndarray) -> 
         free[chosen] = False
 
 
-def _round(
-    x: np.ndarray, w: np.ndarray, total: int, lo: np.ndarray, hi: np.ndarray
-) -> np.ndarray:
+def _round(x: np.ndarray, w: np.ndarray, total: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Largest-remainder rounding of x to integers in [lo, hi] summing to `total`."""
     n = np.clip(np.floor(x + 1e-9).astype(np.int64), lo, hi)
     frac = x - n

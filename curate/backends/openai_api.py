@@ -404,7 +404,8 @@ def completion_token_split(
         for i in long:
             out[i] = max_tokens
         for i, part in zip(
-            rest, split_total(total - len(long) * max_tokens, [len(texts[i]) + 1 for i in rest]),
+            rest,
+            split_total(total - len(long) * max_tokens, [len(texts[i]) + 1 for i in rest]),
             strict=True,
         ):
             out[i] = part
@@ -465,8 +466,10 @@ def parse_body(content: bytes, mode: Mode) -> tuple[list[_Choice], int | None, i
     usage = data.get("usage")
     if not isinstance(usage, dict):
         return out, None, None
-    return out, _int_or_none(usage.get("prompt_tokens")), _int_or_none(
-        usage.get("completion_tokens")
+    return (
+        out,
+        _int_or_none(usage.get("prompt_tokens")),
+        _int_or_none(usage.get("completion_tokens")),
     )
 
 
@@ -737,14 +740,15 @@ class _Run:
                 continue
         raise RunError("the endpoint's answers about n and seed support kept changing")
 
-    async def _one_by_one(
-        self, req: GenerationRequest, have: list[Generation]
-    ) -> list[Generation]:
+    async def _one_by_one(self, req: GenerationRequest, have: list[Generation]) -> list[Generation]:
         """The rest of `req`'s rollouts as n=1 requests, each with its own seed."""
 
         async def single(k: int) -> Generation:
-            seed = req.seed if k == 0 else derive_seed(self.b.base_seed, req.sample_id,
-                                                       req.first_run + k)
+            seed = (
+                req.seed
+                if k == 0
+                else derive_seed(self.b.base_seed, req.sample_id, req.first_run + k)
+            )
             for _ in range(4):
                 try:
                     return (await self._call(req.prompt, 1, seed))[0]
@@ -842,9 +846,7 @@ class _Run:
                     self.stats.failed_rollouts += n
                     error = self.b.scrub(f"{fault.cause}: {fault.message}")
                     error += f" (gave up after {attempts} attempts)"
-                    return [
-                        Generation(text=None, error=error, attempts=attempts) for _ in range(n)
-                    ]
+                    return [Generation(text=None, error=error, attempts=attempts) for _ in range(n)]
                 self.stats.retries[fault.cause] += 1
                 await asyncio.sleep(self._delay(fault, attempts))
 

@@ -30,7 +30,9 @@ def allocate(
     budget: Annotated[
         int,
         typer.Option(
-            "--budget", "-b", help="Total rollouts to hand out (the plan sums to it exactly).",
+            "--budget",
+            "-b",
+            help="Total rollouts to hand out (the plan sums to it exactly).",
             show_default=False,
         ),
     ],
@@ -62,9 +64,7 @@ def allocate(
             "(the least gradient variance when their true rate is not 0 or 1).",
         ),
     ] = ZeroSignal.min,
-    drop_zero_signal: Annotated[
-        bool, typer.Option(help="Same as --zero-signal drop.")
-    ] = False,
+    drop_zero_signal: Annotated[bool, typer.Option(help="Same as --zero-signal drop.")] = False,
 ) -> None:
     """Plan rollouts per sample for training from a run's pass rates (seeds 002 and 003)."""
     import numpy as np

@@ -116,55 +116,86 @@ def eval_cmd(
     trust_remote_code: Annotated[bool, typer.Option(help="vLLM: allow model code.")] = False,
     base_url: Annotated[
         str | None,
-        typer.Option(help="openai: endpoint URL (default: $OPENAI_BASE_URL, else OpenAI's).",
-                     show_default=False, rich_help_panel=_OPENAI),
+        typer.Option(
+            help="openai: endpoint URL (default: $OPENAI_BASE_URL, else OpenAI's).",
+            show_default=False,
+            rich_help_panel=_OPENAI,
+        ),
     ] = None,
     api_key_env: Annotated[
         str | None,
-        typer.Option(help="openai: NAME of the environment variable holding the key (the key "
-                     "itself is never a flag) (default: OPENAI_API_KEY).",
-                     show_default=False, rich_help_panel=_OPENAI),
+        typer.Option(
+            help="openai: NAME of the environment variable holding the key (the key "
+            "itself is never a flag) (default: OPENAI_API_KEY).",
+            show_default=False,
+            rich_help_panel=_OPENAI,
+        ),
     ] = None,
     concurrency: Annotated[
         int | None,
-        typer.Option(min=1, help="openai: requests in flight (default: 32).",
-                     show_default=False, rich_help_panel=_OPENAI),
+        typer.Option(
+            min=1,
+            help="openai: requests in flight (default: 32).",
+            show_default=False,
+            rich_help_panel=_OPENAI,
+        ),
     ] = None,
     requests_per_minute: Annotated[
         float | None,
-        typer.Option(min=0.001, help="openai: request rate limit.", show_default=False,
-                     rich_help_panel=_OPENAI),
+        typer.Option(
+            min=0.001,
+            help="openai: request rate limit.",
+            show_default=False,
+            rich_help_panel=_OPENAI,
+        ),
     ] = None,
     tokens_per_minute: Annotated[
         float | None,
-        typer.Option(min=1, help="openai: token rate limit (prompt + max_tokens per request, "
-                     "refunded by the usage the endpoint reports).", show_default=False,
-                     rich_help_panel=_OPENAI),
+        typer.Option(
+            min=1,
+            help="openai: token rate limit (prompt + max_tokens per request, "
+            "refunded by the usage the endpoint reports).",
+            show_default=False,
+            rich_help_panel=_OPENAI,
+        ),
     ] = None,
     timeout: Annotated[
         float | None,
-        typer.Option(min=0.001, help="openai: seconds per request attempt (default: 120).",
-                     show_default=False, rich_help_panel=_OPENAI),
+        typer.Option(
+            min=0.001,
+            help="openai: seconds per request attempt (default: 120).",
+            show_default=False,
+            rich_help_panel=_OPENAI,
+        ),
     ] = None,
     max_retries: Annotated[
         int | None,
-        typer.Option(min=0, help="openai: retries of a failed request (429, 5xx, timeout, "
-                     "reset, malformed) before its rollouts are stored as errors (default: 8).",
-                     show_default=False, rich_help_panel=_OPENAI),
+        typer.Option(
+            min=0,
+            help="openai: retries of a failed request (429, 5xx, timeout, "
+            "reset, malformed) before its rollouts are stored as errors (default: 8).",
+            show_default=False,
+            rich_help_panel=_OPENAI,
+        ),
     ] = None,
     dry_run: Annotated[
-        bool, typer.Option(help="Print the rollouts to generate and a token and cost estimate; "
-                           "start no model, send no request.")
+        bool,
+        typer.Option(
+            help="Print the rollouts to generate and a token and cost estimate; "
+            "start no model, send no request."
+        ),
     ] = False,
     price_in: Annotated[
         float | None,
-        typer.Option(min=0.0, help="USD per million prompt tokens (for --dry-run).",
-                     show_default=False),
+        typer.Option(
+            min=0.0, help="USD per million prompt tokens (for --dry-run).", show_default=False
+        ),
     ] = None,
     price_out: Annotated[
         float | None,
-        typer.Option(min=0.0, help="USD per million completion tokens (for --dry-run).",
-                     show_default=False),
+        typer.Option(
+            min=0.0, help="USD per million completion tokens (for --dry-run).", show_default=False
+        ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
     adaptive: Annotated[
@@ -311,8 +342,10 @@ def _openai_engine_options(given: dict[str, object]) -> dict[str, object]:
         raise UsageError("--api-key-env takes the NAME of an environment variable, not a key")
     url = given.get("base_url")
     if url is not None and urlsplit(str(url)).password:
-        raise UsageError("--base-url must not carry a password: put the key in an environment "
-                         "variable and name it with --api-key-env")
+        raise UsageError(
+            "--base-url must not carry a password: put the key in an environment "
+            "variable and name it with --api-key-env"
+        )
     options = {k: v for k, v in given.items() if v is not None}
     # Where the key comes from is part of the record (its name only, never its value).
     options.setdefault("api_key_env", "OPENAI_API_KEY")
@@ -334,8 +367,10 @@ def _print_dry_run(opts: object, price_in: float | None, price_out: float | None
     if e["cost_usd_max"] is None:
         print("cost: pass --price-in and --price-out (USD per million tokens) for an estimate")
     else:
-        print(f"cost: <= ${e['cost_usd_max']:,.4f} at ${price_in or 0:g}/M prompt, "
-              f"${price_out or 0:g}/M completion tokens")
+        print(
+            f"cost: <= ${e['cost_usd_max']:,.4f} at ${price_in or 0:g}/M prompt, "
+            f"${price_out or 0:g}/M completion tokens"
+        )
 
 
 def _log_to_stderr(name: str) -> None:

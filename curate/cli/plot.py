@@ -46,8 +46,9 @@ def plot(
     source = load_scores(run)
     analysis = analyze(source.rollouts, threshold=threshold, group_size=group_size)
     if kind is PlotKind.variance:
-        fig = variance_figure(analysis.per_sample, title=f"Baseline variance: {run.name}",
-                              threshold=threshold)
+        fig = variance_figure(
+            analysis.per_sample, title=f"Baseline variance: {run.name}", threshold=threshold
+        )
     elif kind is PlotKind.histogram:
         fig = histogram_figure(analysis.per_sample)
     else:

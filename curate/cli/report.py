@@ -23,8 +23,12 @@ class ReportFormat(str, Enum):
 def report(
     run: RunArg,
     format: Annotated[
-        ReportFormat, typer.Option("--format", "-f", help="table for people, json for machines, "
-                                   "markdown for CI job summaries.")
+        ReportFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="table for people, json for machines, markdown for CI job summaries.",
+        ),
     ] = ReportFormat.table,
     threshold: ThresholdOpt = 0.01,
     group_size: GroupSizeOpt = 8,
@@ -42,13 +46,17 @@ def report(
     ] = None,
     price_in: Annotated[
         float | None,
-        typer.Option(min=0.0, help="USD per million prompt tokens: show the run's cost.",
-                     show_default=False),
+        typer.Option(
+            min=0.0, help="USD per million prompt tokens: show the run's cost.", show_default=False
+        ),
     ] = None,
     price_out: Annotated[
         float | None,
-        typer.Option(min=0.0, help="USD per million completion tokens: show the run's cost.",
-                     show_default=False),
+        typer.Option(
+            min=0.0,
+            help="USD per million completion tokens: show the run's cost.",
+            show_default=False,
+        ),
     ] = None,
 ) -> None:
     """Summarise pass rates, variance, pass@k and the gate odds; exit 1 if a gate fails."""

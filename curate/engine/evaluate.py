@@ -110,9 +110,7 @@ def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome
         raise UsageError("--runs must be at least 1")
     policy = adaptive_policy(opts)
     frame, fields = load_eval_samples(opts)
-    references = dict(
-        zip(frame["sample_id"].to_list(), answer_values(frame, fields), strict=True)
-    )
+    references = dict(zip(frame["sample_id"].to_list(), answer_values(frame, fields), strict=True))
     grader_spec = opts.grader or default_grader_spec(list(references.values()))
     grader = get_grader(grader_spec)
     run_dir = opts.out or default_run_dir(opts.data, opts.model)

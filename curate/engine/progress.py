@@ -143,9 +143,7 @@ class RichProgress:
         self._new += rollouts
         rate = self._new / max(time.monotonic() - self._t0, 1e-9)
         assert self._task is not None
-        self._bar.update(
-            self._task, advance=rollouts, rate=f"{rate:.0f}/s", tally=tally.short()
-        )
+        self._bar.update(self._task, advance=rollouts, rate=f"{rate:.0f}/s", tally=tally.short())
 
     def finish(self) -> None:
         self._bar.stop()

@@ -272,6 +272,7 @@ def run_eval(
     result = EvalResult(skipped=total - todo)
     start = time.perf_counter()
     progress.start(total, total - todo, tally)
+
     def store_chunk(
         chunk: Sequence[GenerationRequest], generations: Sequence[Sequence[Generation]]
     ) -> None:

@@ -1,10 +1,10 @@
 """Trainer-ready exports of the kept samples: one module per format, a registry by name.
 
-    jsonl, parquet   original fields + statistics (the generic forms)
-    verl             verl RL Parquet
-    trl              TRL GRPO: `datasets` save_to_disk directory + Parquet
-    openrlhf         OpenRLHF prompt JSONL
-    openai-rft       OpenAI reinforcement fine-tuning JSONL
+jsonl, parquet   original fields + statistics (the generic forms)
+verl             verl RL Parquet
+trl              TRL GRPO: `datasets` save_to_disk directory + Parquet
+openrlhf         OpenRLHF prompt JSONL
+openai-rft       OpenAI reinforcement fine-tuning JSONL
 """
 
 from curate.exports.base import (

@@ -38,9 +38,7 @@ def get_format(name: str) -> ExportFormat:
     try:
         return FORMATS[key]
     except KeyError:
-        raise UsageError(
-            f"unknown --format '{name}' (choose from {', '.join(FORMATS)})"
-        ) from None
+        raise UsageError(f"unknown --format '{name}' (choose from {', '.join(FORMATS)})") from None
 
 
 def format_for_output(output: Path) -> ExportFormat:

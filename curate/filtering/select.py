@@ -85,7 +85,10 @@ def decide(per_sample: pl.DataFrame, spec: FilterSpec) -> pl.DataFrame:
 
 
 def attach_fields(
-    decisions: pl.DataFrame, samples: pl.DataFrame | None, *, id_field: str = "sample_id",
+    decisions: pl.DataFrame,
+    samples: pl.DataFrame | None,
+    *,
+    id_field: str = "sample_id",
     source: object = None,
 ) -> pl.DataFrame:
     """Original sample fields (in file order) followed by the statistics columns."""

@@ -87,9 +87,7 @@ def pass_at_k_columns(per_sample: pl.DataFrame, ks: list[int]) -> pl.DataFrame:
 
     pairs = per_sample.select("n_rollouts", "successes").unique()
     cols = {
-        f"pass@{k}": [
-            pass_at_k(n, c, k) if n >= k else None for n, c in pairs.iter_rows()
-        ]
+        f"pass@{k}": [pass_at_k(n, c, k) if n >= k else None for n, c in pairs.iter_rows()]
         for k in ks
     }
     table = pairs.with_columns(

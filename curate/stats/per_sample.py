@@ -264,9 +264,7 @@ def _pair_table(frame: pl.DataFrame, prior: BetaPrior, group_size: int) -> pl.Da
             rows.append((n, c, None, None, None, None))
             continue
         lo, hi = wilson_interval(c, n)
-        rows.append(
-            (n, c, lo, hi, prior.smooth(c, n), gate_probability(n, c, prior, group_size))
-        )
+        rows.append((n, c, lo, hi, prior.smooth(c, n), gate_probability(n, c, prior, group_size)))
     return pl.DataFrame(
         rows,
         schema={
@@ -338,4 +336,3 @@ def _general_gate(rollouts: pl.DataFrame | pl.LazyFrame, group_size: int) -> pl.
     return pl.DataFrame(
         out, schema={"sample_id": pl.String, "gate_open_probability": pl.Float64}, orient="row"
     )
-

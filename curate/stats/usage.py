@@ -66,9 +66,7 @@ def load_token_columns(path: str | Path) -> pl.DataFrame | None:
                 return None
             store = RolloutStore(path)
             shards = store.shard_paths()
-            if not shards or not all(
-                c in pl.read_parquet_schema(shards[0]) for c in TOKEN_COLUMNS
-            ):
+            if not shards or not all(c in pl.read_parquet_schema(shards[0]) for c in TOKEN_COLUMNS):
                 return None
             return store.scan(list(TOKEN_COLUMNS)).drop("_shard").collect()
         # A .json file may hold one JSON array, which only the eager reader understands;

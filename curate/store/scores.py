@@ -496,4 +496,3 @@ def _resolve_duplicates(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
             path=path,
         )
     return frame.unique(subset=["sample_id", "run_idx"], keep="first", maintain_order=True)
-

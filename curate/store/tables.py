@@ -99,4 +99,3 @@ def write_table(frame: pl.DataFrame, path: str | os.PathLike[str]) -> Path:
         else:
             frame.write_ndjson(tmp)
     return path
-

@@ -220,8 +220,11 @@ class FakeOpenAIServer(_LoopServer):
         if "seed" in body and self.reject_seed:
             return self._reject(400, "Unsupported parameter: 'seed'")
         if "max_tokens" in body and self.want_max_completion_tokens:
-            return self._reject(400, "Unsupported parameter: 'max_tokens' is not supported "
-                                "with this model. Use 'max_completion_tokens' instead.")
+            return self._reject(
+                400,
+                "Unsupported parameter: 'max_tokens' is not supported "
+                "with this model. Use 'max_completion_tokens' instead.",
+            )
         if chat:
             prompt = "\n".join(str(m.get("content", "")) for m in body["messages"])
         else:
@@ -246,8 +249,13 @@ class FakeOpenAIServer(_LoopServer):
                 text, finish = text[:max_tokens], "length"
             used += len(text)
             if chat:
-                choices.append({"index": i, "message": {"role": "assistant", "content": text},
-                                "finish_reason": finish})
+                choices.append(
+                    {
+                        "index": i,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": finish,
+                    }
+                )
             else:
                 choices.append({"index": i, "text": text, "finish_reason": finish})
         usage = {
@@ -257,8 +265,13 @@ class FakeOpenAIServer(_LoopServer):
         }
         self.statuses[200] += 1
         return web.json_response(
-            {"id": "cmpl-fake", "object": "chat.completion" if chat else "text_completion",
-             "model": body["model"], "choices": choices, "usage": usage}
+            {
+                "id": "cmpl-fake",
+                "object": "chat.completion" if chat else "text_completion",
+                "model": body["model"],
+                "choices": choices,
+                "usage": usage,
+            }
         )
 
     async def _chat(self, request: web.Request) -> web.Response:
@@ -370,7 +383,8 @@ class FaultProxy(_LoopServer):
             self.injected[kind] += 1
         if kind == "429_retry_after":
             return web.json_response(
-                {"error": {"message": "rate limited"}}, status=429,
+                {"error": {"message": "rate limited"}},
+                status=429,
                 headers={"Retry-After": self.retry_after},
             )
         if kind == "429":
@@ -402,13 +416,12 @@ class FaultProxy(_LoopServer):
             request.transport.close()
         return web.Response(status=499)
 
-    async def _forward(
-        self, request: web.Request, raw: bytes
-    ) -> tuple[int, dict[str, str], bytes]:
+    async def _forward(self, request: web.Request, raw: bytes) -> tuple[int, dict[str, str], bytes]:
         assert self._session is not None
         self.forwarded += 1
         headers = {
-            k: v for k, v in request.headers.items()
+            k: v
+            for k, v in request.headers.items()
             if k.lower() in ("authorization", "content-type", "accept")
         }
         async with self._session.request(
@@ -416,7 +429,8 @@ class FaultProxy(_LoopServer):
         ) as resp:
             body = await resp.read()
             keep = {
-                k: v for k, v in resp.headers.items()
+                k: v
+                for k, v in resp.headers.items()
                 if k.lower() in ("content-type", "retry-after")
             }
             return resp.status, keep, body
@@ -457,21 +471,32 @@ class VLLMServer:
 
     def command(self) -> list[str]:
         cmd = [
-            sys.executable, "-m", "vllm.entrypoints.openai.api_server",
-            "--model", self.model,
-            "--host", LOOPBACK,
-            "--port", str(self.port),
-            "--gpu-memory-utilization", "0.05",
+            sys.executable,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            self.model,
+            "--host",
+            LOOPBACK,
+            "--port",
+            str(self.port),
+            "--gpu-memory-utilization",
+            "0.05",
             # On CPU that share of RAM is computed minus the server's own footprint, which
             # can leave nothing for the KV cache; a fixed size (ample for this model) cannot.
-            "--kv-cache-memory-bytes", str(256 * 1024**2),
-            "--max-model-len", str(self.max_model_len),
-            "--dtype", "float32",
-            "--max-num-seqs", "128",
+            "--kv-cache-memory-bytes",
+            str(256 * 1024**2),
+            "--max-model-len",
+            str(self.max_model_len),
+            "--dtype",
+            "float32",
+            "--max-num-seqs",
+            "128",
             # Per-request seeds use a torch.Generator that vLLM rewinds when a prefill is
             # chunked, which CPU generators cannot do: a token budget that fits every
             # running sequence at full length means prefills are never chunked.
-            "--max-num-batched-tokens", str(128 * self.max_model_len),
+            "--max-num-batched-tokens",
+            str(128 * self.max_model_len),
             "--enforce-eager",
         ]
         if self.api_key is not None:
@@ -482,7 +507,10 @@ class VLLMServer:
         env = {**os.environ, "VLLM_LOGGING_LEVEL": "WARNING", "TOKENIZERS_PARALLELISM": "false"}
         out = open(self.log_path, "wb") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         self.proc = subprocess.Popen(
-            self.command(), stdout=out, stderr=subprocess.STDOUT, env=env,
+            self.command(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
             start_new_session=True,  # its own process group: teardown kills engine workers too
         )
         deadline = time.monotonic() + timeout

@@ -55,17 +55,32 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 def eval_args(data: Path, out: Path, base_url: str, *extra: object) -> list[object]:
     return [
-        "eval", data, "--backend", "openai", "--model", "fake-model", "--base-url", base_url,
-        "--api-key-env", KEY_ENV, "--runs", 4, "--max-tokens", 8, "--out", out, "--quiet",
-        "--concurrency", 4, *extra,
+        "eval",
+        data,
+        "--backend",
+        "openai",
+        "--model",
+        "fake-model",
+        "--base-url",
+        base_url,
+        "--api-key-env",
+        KEY_ENV,
+        "--runs",
+        4,
+        "--max-tokens",
+        8,
+        "--out",
+        out,
+        "--quiet",
+        "--concurrency",
+        4,
+        *extra,
     ]
 
 
 def all_text(run_dir: Path) -> str:
     """Every file of a run directory as text (Parquet bytes decoded leniently)."""
-    return "\n".join(
-        p.read_bytes().decode("latin-1") for p in run_dir.rglob("*") if p.is_file()
-    )
+    return "\n".join(p.read_bytes().decode("latin-1") for p in run_dir.rglob("*") if p.is_file())
 
 
 def test_eval_report_and_cost(
@@ -108,8 +123,9 @@ def test_dry_run_estimates_without_sending(
 ) -> None:
     monkeypatch.setenv(KEY_ENV, KEY)
     out = tmp_path / "run"
-    res = curate(*eval_args(data, out, server.base_url, "--dry-run", "--price-in", 1,
-                            "--price-out", 2))
+    res = curate(
+        *eval_args(data, out, server.base_url, "--dry-run", "--price-in", 1, "--price-out", 2)
+    )
     assert res.code == 0, res.stderr
     assert "12 samples x 4 runs = 48 rollouts, 0 already stored" in res.stdout
     assert "48 to generate" in res.stdout and "completion <= 384" in res.stdout
@@ -155,12 +171,19 @@ def test_outage_error_rows_fail_the_gate_and_resume_fills_them(
 
 @pytest.mark.parametrize(
     ("model", "key", "needle"),
-    [("no-such-model", KEY, "model 'no-such-model' not found at http://127.0.0.1:"),
-     ("fake-model", "sk-not-the-right-key-000", "authentication failed at http://127.0.0.1:")],
+    [
+        ("no-such-model", KEY, "model 'no-such-model' not found at http://127.0.0.1:"),
+        ("fake-model", "sk-not-the-right-key-000", "authentication failed at http://127.0.0.1:"),
+    ],
 )
 def test_refusals_stop_with_one_line_and_exit_1(
-    data: Path, tmp_path: Path, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch,
-    model: str, key: str, needle: str,
+    data: Path,
+    tmp_path: Path,
+    server: FakeOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    model: str,
+    key: str,
+    needle: str,
 ) -> None:
     monkeypatch.setenv(KEY_ENV, key)
     args = eval_args(data, tmp_path / "run", server.base_url)
@@ -179,8 +202,18 @@ def test_option_mistakes_are_usage_errors(data: Path, tmp_path: Path) -> None:
     assert KEY not in res.stderr + res.stdout
     res = curate("eval", data, "--model", "m", "--concurrency", 4, "--out", tmp_path / "r")
     assert res.code == 2 and "--concurrency is an option of --backend openai" in res.stderr
-    res = curate("eval", data, "--backend", "openai", "--model", "m",
-                 "--base-url", "http://u:pw@127.0.0.1:9/v1", "--out", tmp_path / "r")
+    res = curate(
+        "eval",
+        data,
+        "--backend",
+        "openai",
+        "--model",
+        "m",
+        "--base-url",
+        "http://u:pw@127.0.0.1:9/v1",
+        "--out",
+        tmp_path / "r",
+    )
     assert res.code == 2 and "pw" not in res.stderr
 
 
@@ -189,23 +222,44 @@ def test_dry_run_counts_with_the_model_tokenizer(data: Path, tmp_path: Path) -> 
 
     if not (TINY_MODEL / "tokenizer.json").is_file():
         pytest.skip(f"{TINY_MODEL} is not there yet")
-    res = curate("eval", data, "--backend", "openai", "--model", TINY_MODEL, "--runs", 2,
-                 "--out", tmp_path / "run", "--dry-run", "--price-in", 1, "--price-out", 1)
+    res = curate(
+        "eval",
+        data,
+        "--backend",
+        "openai",
+        "--model",
+        TINY_MODEL,
+        "--runs",
+        2,
+        "--out",
+        tmp_path / "run",
+        "--dry-run",
+        "--price-in",
+        1,
+        "--price-out",
+        1,
+    )
     assert res.code == 0, res.stderr
     assert "(tokenizer, chat mode)" in res.stdout and "24 to generate" in res.stdout
 
 
 def test_report_usage_from_a_score_table(tmp_path: Path) -> None:
     table = tmp_path / "scores.parquet"
-    pl.DataFrame({
-        "sample_id": ["a", "a", "b", "b"], "score": [1.0, 0.0, None, 1.0],
-        "error": [None, None, "timeout", None], "prompt_tokens": [10, 10, None, 7],
-        "completion_tokens": [3, 4, None, 5],
-    }).write_parquet(table)
+    pl.DataFrame(
+        {
+            "sample_id": ["a", "a", "b", "b"],
+            "score": [1.0, 0.0, None, 1.0],
+            "error": [None, None, "timeout", None],
+            "prompt_tokens": [10, 10, None, 7],
+            "completion_tokens": [3, 4, None, 5],
+        }
+    ).write_parquet(table)
     rep = curate("report", table, "--format", "json", "--price-out", 1000)
     assert rep.code == 0, rep.stderr
     assert json.loads(rep.stdout)["usage"] == {
-        "prompt_tokens": 27, "completion_tokens": 12, "cost_usd": pytest.approx(0.012),
+        "prompt_tokens": 27,
+        "completion_tokens": 12,
+        "cost_usd": pytest.approx(0.012),
     }
     plain = tmp_path / "plain.csv"
     pl.DataFrame({"sample_id": ["a"], "score": [1.0]}).write_csv(plain)

@@ -41,8 +41,14 @@ MODEL = str(TINY_MODEL)
 KEY = "sk-vllm-test-KEY-5f0c1d2e3a4b"
 KEY_ENV = "CURATE_TEST_VLLM_KEY"
 ALL_FAULTS = {
-    "429_retry_after": 0.03, "429": 0.03, "500": 0.03, "503": 0.03, "drop": 0.03,
-    "stall": 0.02, "truncate": 0.03, "no_choices": 0.02,
+    "429_retry_after": 0.03,
+    "429": 0.03,
+    "500": 0.03,
+    "503": 0.03,
+    "drop": 0.03,
+    "stall": 0.02,
+    "truncate": 0.03,
+    "no_choices": 0.02,
 }
 
 
@@ -73,8 +79,12 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if ARITHMETIC.is_file():
         lines = ARITHMETIC.read_text().splitlines()[:40]
     else:
-        lines = [json.dumps({"id": f"p{i:02d}", "question": f"What is {i} + {i % 7}?",
-                             "answer": str(i + i % 7)}) for i in range(40)]
+        lines = [
+            json.dumps(
+                {"id": f"p{i:02d}", "question": f"What is {i} + {i % 7}?", "answer": str(i + i % 7)}
+            )
+            for i in range(40)
+        ]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -93,8 +103,23 @@ def curate(*args: object) -> Out:
 
 def eval_args(data: Path, out: Path, base_url: str, *extra: object) -> list[object]:
     return [
-        "eval", data, "--backend", "openai", "--model", MODEL, "--base-url", base_url,
-        "--api-key-env", KEY_ENV, "--runs", 4, "--max-tokens", 16, "--out", out, "--quiet",
+        "eval",
+        data,
+        "--backend",
+        "openai",
+        "--model",
+        MODEL,
+        "--base-url",
+        base_url,
+        "--api-key-env",
+        KEY_ENV,
+        "--runs",
+        4,
+        "--max-tokens",
+        16,
+        "--out",
+        out,
+        "--quiet",
         *extra,
     ]
 
@@ -157,21 +182,37 @@ def test_faults_are_retried_counted_and_never_scored(
 
     def run(base_url: str, out: Path, **options: Any) -> tuple[pl.DataFrame, Any]:
         grader = get_grader("numeric")
-        with open_openai(MODEL, seed=0, base_url=base_url, api_key_env=key_env,
-                         **options) as backend:
+        with open_openai(
+            MODEL, seed=0, base_url=base_url, api_key_env=key_env, **options
+        ) as backend:
             store = RolloutStore(out)
-            result = run_eval(store, backend=backend, grader=grader, prompts=prompts,
-                              references=refs, runs=6, sampling=sampling, mode="chat", seed=0)
+            result = run_eval(
+                store,
+                backend=backend,
+                grader=grader,
+                prompts=prompts,
+                references=refs,
+                runs=6,
+                sampling=sampling,
+                mode="chat",
+                seed=0,
+            )
         grader.close()
         assert result.errors == 0
         return store.rollouts().sort("sample_id", "run_idx"), backend
 
     clean, _ = run(vllm_server.base_url, tmp_path / "clean")
-    with FaultProxy(vllm_server.url, shares=ALL_FAULTS, seed=11, stall_s=3.0,
-                    retry_after="1") as proxy:
+    with FaultProxy(
+        vllm_server.url, shares=ALL_FAULTS, seed=11, stall_s=3.0, retry_after="1"
+    ) as proxy:
         faulty, backend = run(
-            proxy.base_url, tmp_path / "faulty", concurrency=8, timeout=2.0, max_retries=4,
-            backoff_base=0.05, backoff_max=0.5,
+            proxy.base_url,
+            tmp_path / "faulty",
+            concurrency=8,
+            timeout=2.0,
+            max_retries=4,
+            backoff_base=0.05,
+            backoff_max=0.5,
         )
     assert_complete(tmp_path / "faulty", 40, 6)
     assert proxy.total_injected >= 8, proxy.injected
@@ -233,20 +274,32 @@ def test_endpoint_rejecting_n_gives_the_same_rollouts(
 
 @pytest.mark.parametrize(
     ("model", "key", "needle"),
-    [("no-such-model", KEY, "model 'no-such-model' not found at "),
-     (MODEL, "sk-wrong-key-for-this-server-1", "authentication failed at ")],
+    [
+        ("no-such-model", KEY, "model 'no-such-model' not found at "),
+        (MODEL, "sk-wrong-key-for-this-server-1", "authentication failed at "),
+    ],
 )
 def test_wrong_model_or_key_stops_at_once(
-    vllm_server: VLLMServer, data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-    model: str, key: str, needle: str,
+    vllm_server: VLLMServer,
+    data: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    model: str,
+    key: str,
+    needle: str,
 ) -> None:
     monkeypatch.setenv(KEY_ENV, key)
     args = eval_args(data, tmp_path / "run", vllm_server.base_url)
     args[args.index(MODEL)] = model
     start = time.monotonic()
-    res = subprocess.run([sys.executable, "-m", "curate", *map(str, args)], capture_output=True,
-                         text=True, timeout=120, cwd=ROOT,
-                         env={**os.environ, "CURATE_DEBUG": ""})
+    res = subprocess.run(
+        [sys.executable, "-m", "curate", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, "CURATE_DEBUG": ""},
+    )
     assert time.monotonic() - start < 60
     assert res.returncode == 1
     lines = [line for line in res.stderr.splitlines() if line.strip()]
@@ -260,11 +313,21 @@ def test_resume_after_kill_9(
     run = tmp_path / "run"
     # Slowed down so that the kill lands mid-run: 40 requests of 1 s, 2 at a time.
     with FaultProxy(vllm_server.url, delay_s=1.0) as proxy:
-        args = [sys.executable, "-m", "curate",
-                *map(str, eval_args(data, run, proxy.base_url, "--concurrency", 2))]
+        args = [
+            sys.executable,
+            "-m",
+            "curate",
+            *map(str, eval_args(data, run, proxy.base_url, "--concurrency", 2)),
+        ]
         env = {**os.environ, "CURATE_DEBUG": ""}
-        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, start_new_session=True)
+        proc = subprocess.Popen(
+            args,
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         try:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and len(proxy.completed) < 10:
@@ -285,8 +348,7 @@ def test_resume_after_kill_9(
         assert settled > 0 and before.height >= settled
         assert 0 < before.height < 160
         proxy.delay_s = 0.0
-        res = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True,
-                             timeout=120)
+        res = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert f"{before.height} already stored" in res.stdout
     assert_complete(run, 40, 4)

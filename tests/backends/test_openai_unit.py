@@ -42,8 +42,11 @@ def requests_for(count: int, n: int = 4, chat: bool = True) -> list[GenerationRe
     for i in range(count):
         text = f"What is {i} + {i + 1}?"
         prompt: Any = [{"role": "user", "content": text}] if chat else f"Q: {text}\nA:"
-        out.append(GenerationRequest(sample_id=f"s{i}", prompt=prompt, n=n, first_run=0,
-                                     seed=derive_seed(0, f"s{i}", 0)))
+        out.append(
+            GenerationRequest(
+                sample_id=f"s{i}", prompt=prompt, n=n, first_run=0, seed=derive_seed(0, f"s{i}", 0)
+            )
+        )
     return out
 
 
@@ -63,7 +66,9 @@ def test_split_total_adds_up_and_follows_weights() -> None:
     assert split_total(5, []) == []
     # Length-cut choices used max_tokens; the rest share what is left by text length.
     assert completion_token_split(20, ["aaaa", "b", "x" * 16], ["stop", "stop", "length"], 8) == [
-        9, 3, 8,
+        9,
+        3,
+        8,
     ]
     assert sum(completion_token_split(9, ["a", "bb"], [None, None], 8)) == 9
 
@@ -86,14 +91,21 @@ def test_scrub_and_redact_hide_the_key() -> None:
 def test_parse_body_rejects_malformed_bodies() -> None:
     from curate.backends.openai_api import _Retryable
 
-    for body in (b'{"choices": [', b"[]", b'{"choices": []}', b'{"id": 1}',
-                 b'{"choices": [{"index": 0}]}'):
+    for body in (
+        b'{"choices": [',
+        b"[]",
+        b'{"choices": []}',
+        b'{"id": 1}',
+        b'{"choices": [{"index": 0}]}',
+    ):
         with pytest.raises(_Retryable) as info:
             parse_body(body, "chat")
         assert info.value.cause == "malformed"
     choices, p, c = parse_body(
         b'{"choices": [{"index": 1, "text": "b"}, {"index": 0, "text": "a"}],'
-        b' "usage": {"prompt_tokens": 3, "completion_tokens": 2}}', "completion")
+        b' "usage": {"prompt_tokens": 3, "completion_tokens": 2}}',
+        "completion",
+    )
     assert [ch.text for ch in choices] == ["a", "b"] and (p, c) == (3, 2)
 
 
@@ -162,8 +174,10 @@ def test_concurrency_is_bounded(server: FakeOpenAIServer) -> None:
 
 def test_results_stream_as_they_finish() -> None:
     slow = "What is 0 + 1?"  # the first request is slow; the rest must not wait for it
-    with FakeOpenAIServer(latency_s=lambda p: 2.0 if slow in p else 0.01) as srv, \
-            open_openai("fake-model", base_url=srv.base_url, concurrency=8) as backend:
+    with (
+        FakeOpenAIServer(latency_s=lambda p: 2.0 if slow in p else 0.01) as srv,
+        open_openai("fake-model", base_url=srv.base_url, concurrency=8) as backend,
+    ):
         reqs = requests_for(20, n=2)
         backend.n_supported = backend.seed_supported = True  # skip the lone first request
         start = time.monotonic()
@@ -190,11 +204,18 @@ def test_abandoned_stream_stops_its_thread(server: FakeOpenAIServer) -> None:
 
 @pytest.mark.parametrize("behaviour", ["reject_n", "ignore_n"])
 def test_endpoint_without_n_gets_one_request_per_rollout(behaviour: str) -> None:
-    with FakeOpenAIServer(**{behaviour: True}) as srv, \
-            open_openai("fake-model", base_url=srv.base_url, concurrency=4, seed=7) as backend:
+    with (
+        FakeOpenAIServer(**{behaviour: True}) as srv,
+        open_openai("fake-model", base_url=srv.base_url, concurrency=4, seed=7) as backend,
+    ):
         reqs = [
-            GenerationRequest(sample_id=f"s{i}", prompt=f"What is {i} + 2?", n=3, first_run=2,
-                              seed=derive_seed(7, f"s{i}", 2))
+            GenerationRequest(
+                sample_id=f"s{i}",
+                prompt=f"What is {i} + 2?",
+                n=3,
+                first_run=2,
+                seed=derive_seed(7, f"s{i}", 2),
+            )
             for i in range(10)
         ]
         out = backend.generate(reqs, SAMPLING, "completion")
@@ -212,8 +233,10 @@ def test_endpoint_without_n_gets_one_request_per_rollout(behaviour: str) -> None
 
 
 def test_endpoint_rejecting_seed_is_detected_once() -> None:
-    with FakeOpenAIServer(reject_seed=True) as srv, \
-            open_openai("fake-model", base_url=srv.base_url, concurrency=4) as backend:
+    with (
+        FakeOpenAIServer(reject_seed=True) as srv,
+        open_openai("fake-model", base_url=srv.base_url, concurrency=4) as backend,
+    ):
         out = backend.generate(requests_for(10, n=2), SAMPLING, "chat")
     assert all(g.error is None for gens in out for g in gens)
     assert backend.seed_supported is False and backend.n_supported is True
@@ -221,8 +244,10 @@ def test_endpoint_rejecting_seed_is_detected_once() -> None:
 
 
 def test_endpoint_wanting_max_completion_tokens_gets_it() -> None:
-    with FakeOpenAIServer(want_max_completion_tokens=True) as srv, \
-            open_openai("fake-model", base_url=srv.base_url, concurrency=4) as backend:
+    with (
+        FakeOpenAIServer(want_max_completion_tokens=True) as srv,
+        open_openai("fake-model", base_url=srv.base_url, concurrency=4) as backend,
+    ):
         out = backend.generate(requests_for(10, n=2), SAMPLING, "chat")
     assert all(g.error is None for gens in out for g in gens)
     assert srv.statuses[400] == 1 and srv.bodies[-1]["max_completion_tokens"] == 8
@@ -240,9 +265,12 @@ def test_refused_requests_stop_the_run_at_once(
     monkeypatch: pytest.MonkeyPatch, model: str, key: str, needle: str
 ) -> None:
     monkeypatch.setenv("UNIT_KEY", key)
-    with FakeOpenAIServer(api_key=KEY) as srv, open_openai(
-        model, base_url=srv.base_url, api_key_env="UNIT_KEY", concurrency=4, **FAST
-    ) as backend:
+    with (
+        FakeOpenAIServer(api_key=KEY) as srv,
+        open_openai(
+            model, base_url=srv.base_url, api_key_env="UNIT_KEY", concurrency=4, **FAST
+        ) as backend,
+    ):
         start = time.monotonic()
         with pytest.raises(RunError) as info:
             backend.generate(requests_for(50, n=2), SAMPLING, "chat")
@@ -266,8 +294,9 @@ def test_the_key_goes_in_the_header_only(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_missing_named_key_variable_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CURATE_NO_SUCH_VAR", raising=False)
-    with pytest.raises(UsageError, match="CURATE_NO_SUCH_VAR"), open_openai(
-        "m", base_url="http://127.0.0.1:9/v1", api_key_env="CURATE_NO_SUCH_VAR"
+    with (
+        pytest.raises(UsageError, match="CURATE_NO_SUCH_VAR"),
+        open_openai("m", base_url="http://127.0.0.1:9/v1", api_key_env="CURATE_NO_SUCH_VAR"),
     ):
         pass
 
@@ -280,12 +309,27 @@ def test_every_injected_fault_is_retried_and_counted(
     server: FakeOpenAIServer, transport: str
 ) -> None:
     shares = {
-        "429_retry_after": 0.05, "429": 0.05, "500": 0.05, "503": 0.05, "drop": 0.05,
-        "stall": 0.03, "truncate": 0.05, "no_choices": 0.05,
+        "429_retry_after": 0.05,
+        "429": 0.05,
+        "500": 0.05,
+        "503": 0.05,
+        "drop": 0.05,
+        "stall": 0.03,
+        "truncate": 0.05,
+        "no_choices": 0.05,
     }
-    with FaultProxy(server.url, shares=shares, seed=3, stall_s=1.5, retry_after="0.2") as proxy, \
-            open_openai("fake-model", base_url=proxy.base_url, concurrency=8, timeout=0.75,
-                        max_retries=4, transport=transport, **FAST) as backend:
+    with (
+        FaultProxy(server.url, shares=shares, seed=3, stall_s=1.5, retry_after="0.2") as proxy,
+        open_openai(
+            "fake-model",
+            base_url=proxy.base_url,
+            concurrency=8,
+            timeout=0.75,
+            max_retries=4,
+            transport=transport,
+            **FAST,
+        ) as backend,
+    ):
         out = backend.generate(requests_for(60, n=2), SAMPLING, "chat")
     assert all(g.error is None for gens in out for g in gens)
     assert proxy.total_injected >= 10
@@ -304,9 +348,12 @@ def test_every_injected_fault_is_retried_and_counted(
 
 
 def test_retry_after_is_honoured(server: FakeOpenAIServer) -> None:
-    with FaultProxy(server.url, shares={"429_retry_after": 1.0}, max_faults_per_body=1,
-                    retry_after="1") as proxy, \
-            open_openai("fake-model", base_url=proxy.base_url, **FAST) as backend:
+    with (
+        FaultProxy(
+            server.url, shares={"429_retry_after": 1.0}, max_faults_per_body=1, retry_after="1"
+        ) as proxy,
+        open_openai("fake-model", base_url=proxy.base_url, **FAST) as backend,
+    ):
         start = time.monotonic()
         out = backend.generate(requests_for(1, n=1), SAMPLING, "chat")
         elapsed = time.monotonic() - start
@@ -317,23 +364,29 @@ def test_retry_after_is_honoured(server: FakeOpenAIServer) -> None:
 def test_faults_that_never_clear_become_error_rows(server: FakeOpenAIServer) -> None:
     reqs = requests_for(8, n=2)
     doomed = "What is 3 + 4?"
-    with FaultProxy(server.url, fail_forever=[doomed]) as proxy, open_openai(
-        "fake-model", base_url=proxy.base_url, max_retries=2, **FAST
-    ) as backend:
+    with (
+        FaultProxy(server.url, fail_forever=[doomed]) as proxy,
+        open_openai("fake-model", base_url=proxy.base_url, max_retries=2, **FAST) as backend,
+    ):
         out = backend.generate(reqs, SAMPLING, "chat")
     bad = [gens for req, gens in zip(reqs, out, strict=True) if doomed in str(req.prompt)]
     assert len(bad) == 1 and len(bad[0]) == 2
-    assert all(g.text is None and g.attempts == 3 and "server_error: 503" in (g.error or "")
-               for g in bad[0])
+    assert all(
+        g.text is None and g.attempts == 3 and "server_error: 503" in (g.error or "")
+        for g in bad[0]
+    )
     assert proxy.persistent == 3 and backend.stats.failed_rollouts == 2
     good = [g for gens in out for g in gens if g.error is None]
     assert len(good) == 14
 
 
 def test_stalls_past_the_timeout_end_as_timeouts() -> None:
-    with FakeOpenAIServer(latency_s=1.0) as srv, open_openai(
-        "fake-model", base_url=srv.base_url, timeout=0.3, max_retries=1, **FAST
-    ) as backend:
+    with (
+        FakeOpenAIServer(latency_s=1.0) as srv,
+        open_openai(
+            "fake-model", base_url=srv.base_url, timeout=0.3, max_retries=1, **FAST
+        ) as backend,
+    ):
         start = time.monotonic()
         out = backend.generate(requests_for(2, n=1), SAMPLING, "chat")
     assert time.monotonic() - start < 3
@@ -342,8 +395,9 @@ def test_stalls_past_the_timeout_end_as_timeouts() -> None:
 
 
 def test_rate_limits_pace_the_requests(server: FakeOpenAIServer) -> None:
-    with open_openai("fake-model", base_url=server.base_url, concurrency=16,
-                     requests_per_minute=1200) as backend:
+    with open_openai(
+        "fake-model", base_url=server.base_url, concurrency=16, requests_per_minute=1200
+    ) as backend:
         start = time.monotonic()
         backend.generate(requests_for(40, n=1), SAMPLING, "chat")
         elapsed = time.monotonic() - start
@@ -365,8 +419,9 @@ def test_an_endpoint_that_never_answers_stops_the_run(transport: str) -> None:
 
 def test_token_rate_limit_paces_by_estimated_tokens(server: FakeOpenAIServer) -> None:
     # Each request is estimated at prompt chars / 4 + n * max_tokens = ~4 + 8 tokens.
-    with open_openai("fake-model", base_url=server.base_url, concurrency=16,
-                     tokens_per_minute=6000) as backend:  # 100 tokens/s
+    with open_openai(
+        "fake-model", base_url=server.base_url, concurrency=16, tokens_per_minute=6000
+    ) as backend:  # 100 tokens/s
         start = time.monotonic()
         out = backend.generate(requests_for(20, n=1), SAMPLING, "chat")
         elapsed = time.monotonic() - start

@@ -12,23 +12,49 @@ from curate.engine.evaluate import EvalOptions, evaluate
 
 # The JSON report's documented contract (README): keys may be added, never removed.
 JSON_KEYS = {
-    "samples", "rollouts", "errors", "mean_score", "best_of_n", "potential_gain",
-    "relative_gain", "high_variance_fraction", "threshold", "categories", "pass_at_k", "gate",
-    "compute_multiplier", "warnings", "unscored_samples", "error_rate", "rollouts_per_sample",
-    "binary_scores", "prior", "gates", "passed",
+    "samples",
+    "rollouts",
+    "errors",
+    "mean_score",
+    "best_of_n",
+    "potential_gain",
+    "relative_gain",
+    "high_variance_fraction",
+    "threshold",
+    "categories",
+    "pass_at_k",
+    "gate",
+    "compute_multiplier",
+    "warnings",
+    "unscored_samples",
+    "error_rate",
+    "rollouts_per_sample",
+    "binary_scores",
+    "prior",
+    "gates",
+    "passed",
 }
 
 
 def candidate(tmp_path: Path, rates: tuple[float, ...]) -> Path:
     """A data set of 30 problems evaluated with the fake backend at the given pass rates."""
-    rows = [{"id": f"p{i:02d}", "question": f"{i} + {i} = ?", "answer": str(2 * i)}
-            for i in range(30)]
+    rows = [
+        {"id": f"p{i:02d}", "question": f"{i} + {i} = ?", "answer": str(2 * i)} for i in range(30)
+    ]
     data = tmp_path / "candidate.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     answers = {r["question"]: (r["answer"], rates[i % len(rates)]) for i, r in enumerate(rows)}
     run = tmp_path / "run"
-    evaluate(EvalOptions(data=data, model="m", backend="fake", runs=8, out=run,
-                         engine_options={"answers": answers}))
+    evaluate(
+        EvalOptions(
+            data=data,
+            model="m",
+            backend="fake",
+            runs=8,
+            out=run,
+            engine_options={"answers": answers},
+        )
+    )
     return run
 
 
@@ -41,7 +67,12 @@ def test_ci_gate_on_a_candidate(run_curate, tmp_path, rates, code, verdict) -> N
     summary = tmp_path / "step_summary.md"
     summary.write_text("## earlier step\n")
     proc = run_curate(
-        "report", run, "--format", "markdown", "--fail-under-signal", "0.15",
+        "report",
+        run,
+        "--format",
+        "markdown",
+        "--fail-under-signal",
+        "0.15",
         env={"GITHUB_STEP_SUMMARY": str(summary)},
     )
     assert proc.returncode == code, proc.stderr
@@ -55,5 +86,8 @@ def test_ci_gate_on_a_candidate(run_curate, tmp_path, rates, code, verdict) -> N
     assert set(data) >= JSON_KEYS
     assert data["passed"] is (code == 0)
     assert set(data["categories"]) == {
-        "always_correct", "always_incorrect", "high_variance", "low_variance",
+        "always_correct",
+        "always_incorrect",
+        "high_variance",
+        "low_variance",
     }

@@ -32,8 +32,19 @@ def test_allocate_writes_a_plan_summing_to_the_budget(
 def test_allocate_methods_and_drop(cli: Callable[..., Result], run_dir: Path, outdir: Path) -> None:
     out = outdir / "plan.jsonl"
     result = cli(
-        "allocate", run_dir, "-b", 50, "--method", "inverse-p", "--min-runs", 4,
-        "--max-runs", 20, "--drop-zero-signal", "-o", out,
+        "allocate",
+        run_dir,
+        "-b",
+        50,
+        "--method",
+        "inverse-p",
+        "--min-runs",
+        4,
+        "--max-runs",
+        20,
+        "--drop-zero-signal",
+        "-o",
+        out,
     )
     assert result.exit_code == 0, result.stderr
     assert "7 sample(s) left out (zero signal)" in result.stdout

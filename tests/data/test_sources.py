@@ -31,8 +31,7 @@ datasets = pytest.importorskip("datasets")
 
 def gsm_rows(n: int, offset: int = 0) -> list[dict[str, Any]]:
     return [
-        {"question": f"What is {i} + {i}?", "answer": str(2 * i)}
-        for i in range(offset, offset + n)
+        {"question": f"What is {i} + {i}?", "answer": str(2 * i)} for i in range(offset, offset + n)
     ]
 
 
@@ -102,9 +101,7 @@ def test_split_only_applies_to_dataset_directories(tmp_path: Path) -> None:
 
 def test_single_split_dataset_dict_needs_no_split(tmp_path: Path) -> None:
     path = tmp_path / "only"
-    datasets.DatasetDict({"train": datasets.Dataset.from_list(gsm_rows(4))}).save_to_disk(
-        str(path)
-    )
+    datasets.DatasetDict({"train": datasets.Dataset.from_list(gsm_rows(4))}).save_to_disk(str(path))
     assert load_dataset(path).height == 4
 
 
@@ -195,7 +192,12 @@ def test_eval_on_a_saved_dataset_split(hf_dict: Path, tmp_path: Path) -> None:
     answers = {p: [str(2 * (100 + i)), 1.0] for i, p in enumerate(prompts)}
     outcome = evaluate(
         EvalOptions(
-            data=hf_dict, split="test", model="m", backend="fake", runs=2, out=run,
+            data=hf_dict,
+            split="test",
+            model="m",
+            backend="fake",
+            runs=2,
+            out=run,
             engine_options={"answers": answers},
         )
     )
@@ -209,8 +211,17 @@ def test_eval_on_a_saved_dataset_split(hf_dict: Path, tmp_path: Path) -> None:
     assert store.rollouts()["score"].to_list() == [1.0] * 6
     # Another split of the same directory is another data set: resuming is refused.
     with pytest.raises(UsageError, match="data set contents changed"):
-        evaluate(EvalOptions(data=hf_dict, split="train", model="m", backend="fake", runs=2,
-                             out=run, engine_options={"answers": answers}))
+        evaluate(
+            EvalOptions(
+                data=hf_dict,
+                split="train",
+                model="m",
+                backend="fake",
+                runs=2,
+                out=run,
+                engine_options={"answers": answers},
+            )
+        )
 
 
 def test_eval_on_verl_parquet_shards(tmp_path: Path) -> None:
@@ -221,15 +232,21 @@ def test_eval_on_verl_parquet_shards(tmp_path: Path) -> None:
     pl.DataFrame(rows[3:]).write_parquet(root / "part-1.parquet")
     run = tmp_path / "run"
     answers = _answers([r["prompt"][0]["content"] for r in rows])
-    evaluate(EvalOptions(data=root, model="m", backend="fake", runs=4, out=run,
-                         engine_options={"answers": answers}))
+    evaluate(
+        EvalOptions(
+            data=root,
+            model="m",
+            backend="fake",
+            runs=4,
+            out=run,
+            engine_options={"answers": answers},
+        )
+    )
     manifest = RolloutStore(run).read_manifest()
     assert manifest["messages_field"] == "prompt"
     assert manifest["answer_field"] == "reward_model.ground_truth"
     assert manifest["grader"] == "numeric"  # every ground truth is a number
-    means = (
-        RolloutStore(run).rollouts().group_by("sample_id").agg(pl.col("score").mean())
-    )
+    means = RolloutStore(run).rollouts().group_by("sample_id").agg(pl.col("score").mean())
     samples = RolloutStore(run).read_samples()
     assert samples is not None and samples.height == 6
     order = dict(zip(samples["sample_id"], range(6), strict=True))
@@ -239,8 +256,21 @@ def test_eval_on_verl_parquet_shards(tmp_path: Path) -> None:
 
 def test_cli_eval_split_option(hf_dict: Path, tmp_path: Path) -> None:
     run = tmp_path / "cli-run"
-    args = ["eval", str(hf_dict), "--split", "train", "--backend", "fake", "--model", "m",
-            "-n", "2", "-o", str(run), "-q"]
+    args = [
+        "eval",
+        str(hf_dict),
+        "--split",
+        "train",
+        "--backend",
+        "fake",
+        "--model",
+        "m",
+        "-n",
+        "2",
+        "-o",
+        str(run),
+        "-q",
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.stderr
     store = RolloutStore(run)

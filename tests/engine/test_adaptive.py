@@ -114,9 +114,9 @@ def test_budget_goes_to_the_best_chance_of_opening() -> None:
 
 def test_rationing_spends_exactly_what_is_left() -> None:
     rng = random.Random(3)
-    states = {
-        f"s{i}": S(*([rng.choice([0.0, 1.0])] * rng.randint(1, 5))) for i in range(50)
-    } | {f"n{i}": S() for i in range(10)}
+    states = {f"s{i}": S(*([rng.choice([0.0, 1.0])] * rng.randint(1, 5))) for i in range(50)} | {
+        f"n{i}": S() for i in range(10)
+    }
     pol = AdaptivePolicy(round_size=3, max_runs=None, budget=1000)
     plan = pol.next_round(states, spent=1000 - 37)
     assert sum(plan.values()) == 37
@@ -246,7 +246,10 @@ def test_adaptive_eval_stops_mixed_samples_and_caps_the_rest(
     manifest = RolloutStore(run).read_manifest()
     assert manifest["adaptive"] is True
     assert manifest["adaptive_policy"] == {
-        "round_size": 1, "max_runs": 6, "budget": None, "balanced": None
+        "round_size": 1,
+        "max_runs": 6,
+        "budget": None,
+        "balanced": None,
     }
     assert manifest["adaptive_summary"]["rollouts"] == r.rollouts
     # Run again: nothing left to do.
@@ -368,8 +371,20 @@ def test_eval_cli_adaptive_prints_the_saving(arithmetic_jsonl: Path, tmp_path: P
     run = tmp_path / "run"
     result = CliRunner().invoke(
         app,
-        ["eval", str(arithmetic_jsonl), "-m", "fake", "--backend", "fake", "-o", str(run),
-         "-n", "6", "--adaptive", "-q"],
+        [
+            "eval",
+            str(arithmetic_jsonl),
+            "-m",
+            "fake",
+            "--backend",
+            "fake",
+            "-o",
+            str(run),
+            "-n",
+            "6",
+            "--adaptive",
+            "-q",
+        ],
     )
     assert result.exit_code == 0, result.output
     assert "adaptive:" in result.stdout and "saved" in result.stdout

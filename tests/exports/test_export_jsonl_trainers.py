@@ -68,9 +68,7 @@ def test_openrlhf_chat_run(cli, chat_run: Path, outdir: Path, chat_tokenizer) ->
         assert_stats(record, want.stats[sid])
 
 
-def test_openrlhf_completion_run_has_plain_input(
-    cli, completion_run: Path, outdir: Path
-) -> None:
+def test_openrlhf_completion_run_has_plain_input(cli, completion_run: Path, outdir: Path) -> None:
     out = outdir / "prompts.jsonl"
     result = cli("filter", completion_run, "--format", "openrlhf", "-o", out)
     assert result.exit_code == 0, result.stderr
@@ -108,9 +106,7 @@ def test_openai_rft_items(cli, chat_run: Path, outdir: Path) -> None:
         assert_stats(item, want.stats[sid])
 
 
-def test_openai_rft_refuses_an_assistant_last_message(
-    cli, tmp_path: Path, outdir: Path
-) -> None:
+def test_openai_rft_refuses_an_assistant_last_message(cli, tmp_path: Path, outdir: Path) -> None:
     scores = tmp_path / "scores.csv"
     pl.DataFrame(
         {"sample_id": ["a"] * 4, "run_idx": [0, 1, 2, 3], "score": [1.0, 0.0, 1.0, 0.0]}

@@ -129,17 +129,21 @@ def test_bad_weights_are_input_errors(cli, chat_run, outdir, tmp_path) -> None:
     result = cli("filter", chat_run, "--weights", weights, "-o", outdir / "k.jsonl")
     assert result.exit_code == 2 and "more than once" in result.stderr
     result = cli(
-        "filter", chat_run, "--weights", weights, "--weight-column", "question",
-        "-o", outdir / "k.jsonl",
+        "filter",
+        chat_run,
+        "--weights",
+        weights,
+        "--weight-column",
+        "question",
+        "-o",
+        outdir / "k.jsonl",
     )
     assert result.exit_code == 2 and "already have a column 'question'" in result.stderr
     assert list(outdir.iterdir()) == []
 
 
 @pytest.mark.parametrize("fmt", TRAINER)
-def test_bare_table_without_data_cannot_make_trainer_formats(
-    cli, tmp_path, outdir, fmt
-) -> None:
+def test_bare_table_without_data_cannot_make_trainer_formats(cli, tmp_path, outdir, fmt) -> None:
     scores = tmp_path / "scores.csv"
     pl.DataFrame({"sample_id": ["a", "a"], "score": [1.0, 0.0]}).write_csv(scores)
     result = cli("filter", scores, "--format", fmt, "-o", outdir / OUT_NAME[fmt])
@@ -196,8 +200,20 @@ def test_field_overrides_and_system(cli, bare, outdir) -> None:
     scores, data = bare
     out = outdir / "o.jsonl"
     result = cli(
-        "filter", scores, "--data", data, "--format", "openai-rft", "-o", out,
-        "--template", "Solve: {problem}", "--answer-field", "id", "--system", "Be exact.",
+        "filter",
+        scores,
+        "--data",
+        data,
+        "--format",
+        "openai-rft",
+        "-o",
+        out,
+        "--template",
+        "Solve: {problem}",
+        "--answer-field",
+        "id",
+        "--system",
+        "Be exact.",
     )
     assert result.exit_code == 0, result.stderr
     items = read_jsonl(out)
@@ -210,12 +226,22 @@ def test_run_template_is_reused(cli, tmp_path, outdir) -> None:
     from curate.engine.evaluate import EvalOptions, evaluate
 
     data = tmp_path / "d.jsonl"
-    data.write_text("".join(json.dumps({"a": i, "b": i, "answer": str(2 * i)}) + "\n"
-                            for i in range(6)))
+    data.write_text(
+        "".join(json.dumps({"a": i, "b": i, "answer": str(2 * i)}) + "\n" for i in range(6))
+    )
     answers = {f"Add {i} and {i}.": (str(2 * i), 0.5) for i in range(6)}
     run = tmp_path / "run"
-    evaluate(EvalOptions(data=data, model="m", backend="fake", runs=8, out=run,
-                         template="Add {a} and {b}.", engine_options={"answers": answers}))
+    evaluate(
+        EvalOptions(
+            data=data,
+            model="m",
+            backend="fake",
+            runs=8,
+            out=run,
+            template="Add {a} and {b}.",
+            engine_options={"answers": answers},
+        )
+    )
     out = outdir / "t.jsonl"
     assert cli("filter", run, "--keep", "all", "--format", "openai-rft", "-o", out).exit_code == 0
     items = read_jsonl(out)

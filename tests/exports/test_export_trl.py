@@ -50,9 +50,12 @@ def test_trl_save_to_disk_and_parquet_round_trip(
     )["train"]
     for ds in (from_disk, from_parquet):
         assert ds.column_names == COLUMNS
-        assert ds.features["prompt"] == datasets.Features(
-            {"p": [{"role": datasets.Value("string"), "content": datasets.Value("string")}]}
-        )["p"]
+        assert (
+            ds.features["prompt"]
+            == datasets.Features(
+                {"p": [{"role": datasets.Value("string"), "content": datasets.Value("string")}]}
+            )["p"]
+        )
         assert ds.features["n_rollouts"] == datasets.Value("int64")
         rows = list(ds)
         assert [r["sample_id"] for r in rows] == want.kept
@@ -64,9 +67,7 @@ def test_trl_save_to_disk_and_parquet_round_trip(
     assert f"load_from_disk('{out}')" in stdout
 
 
-def test_trl_completion_mode_writes_plain_prompts(
-    cli, completion_run: Path, outdir: Path
-) -> None:
+def test_trl_completion_mode_writes_plain_prompts(cli, completion_run: Path, outdir: Path) -> None:
     out = outdir / "plain"
     _export(cli, completion_run, out)
     ds = datasets.load_from_disk(str(out))
@@ -147,9 +148,9 @@ def test_trl_library_call_with_weights(chat_run: Path, tmp_path: Path) -> None:
     assert samples is not None
     stats = expected(chat_run).stats
     rows = samples.with_columns(
-        pl.col("sample_id").replace_strict(
-            {k: v["pass_rate"] for k, v in stats.items()}, return_dtype=pl.Float64
-        ).alias("pass_rate")
+        pl.col("sample_id")
+        .replace_strict({k: v["pass_rate"] for k, v in stats.items()}, return_dtype=pl.Float64)
+        .alias("pass_rate")
     )
     weights = pl.DataFrame({"sample_id": ["q00", "q05"], "weight": [0.5, 2]})
     batch = prepare_batch(
