@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _timing import alternate, medians, verdict
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # for tests.backends.fault_proxy (the server helper)
@@ -142,21 +144,10 @@ def run(
         assert got == seq_rollouts
         return elapsed
 
-    bare()  # warm-up: first requests pay one-off costs on both sides
-    curate()
-    bare_t: list[float] = []
-    cur_t: list[float] = []
-    for i in range(args.repeat):
-        # Alternate the order so drift on a shared machine hits both sides.
-        if i % 2 == 0:
-            bare_t.append(bare())
-            cur_t.append(curate())
-        else:
-            cur_t.append(curate())
-            bare_t.append(bare())
+    bare_t, cur_t = alternate(bare, curate, args.repeat)
     seq_t = sequential()
 
-    b, c = statistics.median(bare_t), statistics.median(cur_t)
+    b, c = medians(bare_t, cur_t)
     bare_rate, cur_rate, seq_rate = rollouts / b, rollouts / c, seq_rollouts / seq_t
     # Each pair ran back to back: the median of the pairs' ratios is robust to load
     # from other processes drifting over the run (the check uses it).
@@ -181,10 +172,9 @@ def run(
         f"{cur_rate / bare_rate:.3f}x of medians  (target >= {args.target:.2f}x)"
     )
     print(f"curate / sequential speed-up: {cur_rate / seq_rate:.1f}x")
-    if ratio < args.target and not args.no_check:
-        print("FAIL: curate eval is below the target throughput ratio", file=sys.stderr)
-        return 1
-    return 0
+    return verdict(
+        ratio < args.target, args.no_check, "curate eval is below the target throughput ratio"
+    )
 
 
 async def bare_client(

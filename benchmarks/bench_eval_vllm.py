@@ -13,11 +13,12 @@ Target (issue 3): curate's wall time at most 1.05x the bare call.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _timing import alternate, medians, verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -100,20 +101,9 @@ def main() -> int:
             grader.close()
             return elapsed
 
-        bare()  # warm-up: first batches pay one-off costs on both sides
-        curate()
-        bare_t: list[float] = []
-        cur_t: list[float] = []
-        for i in range(args.repeat):
-            # Alternate the order so drift on a shared machine hits both sides.
-            if i % 2 == 0:
-                bare_t.append(bare())
-                cur_t.append(curate())
-            else:
-                cur_t.append(curate())
-                bare_t.append(bare())
+        bare_t, cur_t = alternate(bare, curate, args.repeat)
 
-    b, c = statistics.median(bare_t), statistics.median(cur_t)
+    b, c = medians(bare_t, cur_t)
     ratio = c / b
     print(f"engine start-up (excluded): {startup:.1f} s")
     print(
@@ -123,10 +113,9 @@ def main() -> int:
     print(f"bare LLM.chat:      median {b:.3f} s  ({rollouts / b:,.0f} rollouts/s)  runs {bare_t}")
     print(f"curate run_eval:    median {c:.3f} s  ({rollouts / c:,.0f} rollouts/s)  runs {cur_t}")
     print(f"ratio curate/bare:  {ratio:.3f}x  (target <= {args.target:.2f}x)")
-    if ratio > args.target and not args.no_check:
-        print("FAIL: curate eval is slower than the target ratio", file=sys.stderr)
-        return 1
-    return 0
+    return verdict(
+        ratio > args.target, args.no_check, "curate eval is slower than the target ratio"
+    )
 
 
 if __name__ == "__main__":

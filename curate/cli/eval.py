@@ -13,6 +13,7 @@ from curate.errors import UsageError
 
 if TYPE_CHECKING:
     from curate.engine import adaptive as _adaptive
+    from curate.engine.evaluate import EvalOptions
 
 
 _OPENAI = "OpenAI-compatible endpoint (--backend openai)"
@@ -352,10 +353,10 @@ def _openai_engine_options(given: dict[str, object]) -> dict[str, object]:
     return options
 
 
-def _print_dry_run(opts: object, price_in: float | None, price_out: float | None) -> None:
-    from curate.stats.usage import estimate_eval
+def _print_dry_run(opts: EvalOptions, price_in: float | None, price_out: float | None) -> None:
+    from curate.engine.estimate import estimate_eval
 
-    e = estimate_eval(opts, price_in, price_out)  # type: ignore[arg-type]
+    e = estimate_eval(opts, price_in, price_out)
     print(
         f"dry run: {e['samples']} samples x {e['runs']} runs = {e['rollouts_total']} rollouts, "
         f"{e['rollouts_stored']} already stored in {e['run_dir']}, {e['rollouts_todo']} to generate"

@@ -51,6 +51,14 @@ def filter_samples(
             help="Original samples (for a bare score table): their fields are written out.",
         ),
     ] = None,
+    split: Annotated[
+        str | None,
+        typer.Option(
+            help="Split of a saved DatasetDict (or of a Parquet shard directory) given as "
+            "--data, e.g. train.",
+            show_default=False,
+        ),
+    ] = None,
     id_field: Annotated[
         str | None,
         typer.Option(help="Id column in --data matching sample_id (default: sample_id, else id)."),
@@ -155,8 +163,12 @@ def filter_samples(
         keep=parse_keep(keep or ["high-variance"]),
         pass_rate=parse_range(pass_rate) if pass_rate else None,
     )
+    if split is not None and data is None:
+        # A run directory keeps the samples it evaluated: only --data has splits to pick.
+        raise UsageError("--split picks a split of --data; pass --data too")
     source = load_scores(run)
-    samples = read_source(data) if data is not None else source.samples()
+    # The same reader (and split rules) as `curate eval`, so --split means the same there.
+    samples = read_source(data, split=split) if data is not None else source.samples()
     if fmt.needs_prompts and samples is None:
         raise UsageError(
             f"--format {fmt.name} needs each sample's prompt and answer: filter a run "

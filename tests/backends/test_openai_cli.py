@@ -217,32 +217,6 @@ def test_option_mistakes_are_usage_errors(data: Path, tmp_path: Path) -> None:
     assert res.code == 2 and "pw" not in res.stderr
 
 
-def test_dry_run_counts_with_the_model_tokenizer(data: Path, tmp_path: Path) -> None:
-    from tests.conftest import TINY_MODEL
-
-    if not (TINY_MODEL / "tokenizer.json").is_file():
-        pytest.skip(f"{TINY_MODEL} is not there yet")
-    res = curate(
-        "eval",
-        data,
-        "--backend",
-        "openai",
-        "--model",
-        TINY_MODEL,
-        "--runs",
-        2,
-        "--out",
-        tmp_path / "run",
-        "--dry-run",
-        "--price-in",
-        1,
-        "--price-out",
-        1,
-    )
-    assert res.code == 0, res.stderr
-    assert "(tokenizer, chat mode)" in res.stdout and "24 to generate" in res.stdout
-
-
 def test_report_usage_from_a_score_table(tmp_path: Path) -> None:
     table = tmp_path / "scores.parquet"
     pl.DataFrame(

@@ -132,3 +132,56 @@ def test_filter_in_a_real_process(run_curate, run_dir: Path, outdir: Path) -> No
     assert proc.returncode == 0, proc.stderr
     assert read(out)["sample_id"].to_list() == HIGH_VARIANCE
     assert (outdir / "kept.rejects.jsonl").is_file()
+
+
+@pytest.fixture
+def saved_dict(inputs: Path) -> Path:
+    """The samples as a DatasetDict saved with save_to_disk: the `test` split holds them,
+    the `train` split the same ids with other questions (so a wrong pick shows)."""
+    datasets = pytest.importorskip("datasets")
+    datasets.disable_progress_bars()
+    test = original_samples()
+    train = test.with_columns(pl.lit("a train question").alias("question"))
+    path = inputs / "hf_dict"
+    datasets.DatasetDict(
+        {
+            "train": datasets.Dataset.from_polars(train),
+            "test": datasets.Dataset.from_polars(test),
+        }
+    ).save_to_disk(str(path))
+    return path
+
+
+def test_filter_data_split_picks_that_split(
+    cli, scores_csv: Path, saved_dict: Path, outdir: Path
+) -> None:
+    out = outdir / "kept.jsonl"
+    result = cli("filter", scores_csv, "--data", saved_dict, "--split", "test", "-o", out)
+    assert result.exit_code == 0, result.stderr
+    kept = read(out)
+    assert kept["sample_id"].to_list() == HIGH_VARIANCE
+    assert kept["question"].to_list() == original_samples()["question"].to_list()[:4]
+    train = cli("filter", scores_csv, "--data", saved_dict, "--split", "train", "-o", out)
+    assert train.exit_code == 0, train.stderr
+    assert set(read(out)["question"].to_list()) == {"a train question"}
+
+
+def test_filter_data_missing_split_is_one_line(
+    cli, scores_csv: Path, saved_dict: Path, outdir: Path
+) -> None:
+    out = outdir / "kept.jsonl"
+    result = cli("filter", scores_csv, "--data", saved_dict, "--split", "validation", "-o", out)
+    assert result.exit_code == 2, (result.stdout, result.stderr, result.exception)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("curate: error: ") and str(saved_dict) in lines[0]
+    assert "no split 'validation' (have: train, test)" in lines[0]
+    assert "Traceback" not in result.stderr + result.stdout
+    assert list(outdir.iterdir()) == []  # no output, no rejects
+
+
+def test_filter_split_needs_data(cli, run_dir: Path, outdir: Path) -> None:
+    result = cli("filter", run_dir, "--split", "test", "-o", outdir / "kept.jsonl")
+    assert result.exit_code == 2
+    assert "--split picks a split of --data" in result.stderr
+    assert list(outdir.iterdir()) == []
