@@ -65,7 +65,7 @@ def report(
     from curate.store.scores import load_aggregated
 
     # The report needs per-sample aggregates only: one pass over the file, no rows kept.
-    source = load_aggregated(run)
+    source = load_aggregated(run, compress=True)
     adaptive = bool(source.manifest and source.manifest.get("adaptive"))
     analysis = analyze(
         source.rollouts,

@@ -1,4 +1,9 @@
-"""Data-set level statistics from the per-sample frame: seed 004's summary plus the gate view."""
+"""Data-set level statistics from the per-sample frame: seed 004's summary plus the gate view.
+
+The frame has one row per sample, or is compressed (one row per distinct statistics
+with a `multiplicity`, see `per_sample.compress_binary_aggregate`): every statistic
+here weights a row by the samples it stands for.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,13 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from curate.stats.estimators import BetaPrior, gate_open_bernoulli, pass_at_k
-from curate.stats.per_sample import CATEGORIES, gate_probability, pair_histogram
+from curate.stats.per_sample import (
+    CATEGORIES,
+    MULTIPLICITY,
+    gate_probability,
+    pair_histogram,
+    with_multiplicity,
+)
 
 if TYPE_CHECKING:
     import polars as pl
@@ -102,8 +113,8 @@ def gate_curve(
     """Expected fraction of samples whose group of size G has mixed outcomes, per G."""
     import polars as pl
 
-    scored = per_sample.filter(pl.col("n_rollouts") > 0)
-    total = scored.height
+    scored = with_multiplicity(per_sample.filter(pl.col("n_rollouts") > 0))
+    total = int(scored[MULTIPLICITY].sum())
     rows = []
     if binary:
         pairs = pair_histogram(scored)
@@ -112,7 +123,7 @@ def gate_curve(
             rows.append((g, value))
     else:
         # Partial credit: u(p) on the smoothed pass rate is the best we can extrapolate.
-        hist = sorted(scored.group_by("smoothed_pass_rate").len().rows())
+        hist = _smoothed_rate_hist(scored)
         for g in group_sizes:
             value = sum(w * gate_open_bernoulli(p, g) for p, w in hist) / max(total, 1)
             rows.append((g, value))
@@ -130,9 +141,8 @@ def _smoothed_rate_hist(per_sample: pl.DataFrame) -> list[tuple[float, int]]:
     """(smoothed pass rate, samples) over scored samples, sorted."""
     import polars as pl
 
-    return sorted(
-        per_sample.filter(pl.col("n_rollouts") > 0).group_by("smoothed_pass_rate").len().rows()
-    )
+    scored = with_multiplicity(per_sample.filter(pl.col("n_rollouts") > 0))
+    return sorted(scored.group_by("smoothed_pass_rate").agg(pl.col(MULTIPLICITY).sum()).rows())
 
 
 def _open_fraction(hist: list[tuple[float, int]], group_size: int) -> float:
@@ -200,24 +210,31 @@ def summarize(
     """The data-set summary that `curate report` prints and gates on."""
     import polars as pl
 
-    scored = per_sample.filter(pl.col("n_rollouts") > 0)
-    samples = scored.height
-    totals = per_sample.select(
-        pl.col("n_rollouts").sum().alias("scored"), pl.col("n_errors").sum().alias("errors")
+    weighted = with_multiplicity(per_sample)
+    w = pl.col(MULTIPLICITY)
+    scored = weighted.filter(pl.col("n_rollouts") > 0)
+    totals = weighted.select(
+        w.sum().alias("samples"),
+        (pl.col("n_rollouts") * w).sum().alias("scored"),
+        (pl.col("n_errors") * w).sum().alias("errors"),
     ).row(0, named=True)
     errors = int(totals["errors"] or 0)
     rollouts = int(totals["scored"] or 0) + errors
     counts = dict.fromkeys(CATEGORIES, 0)
-    for name, count in scored.group_by("category").len().rows():
+    for name, count in scored.group_by("category").agg(w.sum()).rows():
         counts[name] = int(count)
     means = scored.select(
-        pl.col("mean_score").mean().alias("mean"),
-        pl.col("best_score").mean().alias("best"),
+        w.sum().alias("samples"),
+        ((pl.col("mean_score") * w).sum() / w.sum()).alias("mean"),
+        ((pl.col("best_score") * w).sum() / w.sum()).alias("best"),
         pl.col("n_rollouts").min().alias("n_min"),
         pl.col("n_rollouts").max().alias("n_max"),
-        pl.col("n_rollouts").median().alias("n_median"),
-        pl.col("gate_open_probability").mean().alias("open"),
+        ((pl.col("gate_open_probability") * w).sum() / w.sum()).alias("open"),
     ).row(0, named=True)
+    samples = int(means["samples"] or 0)
+    if samples == 0:  # 0/0 above: nothing to average
+        means.update(mean=None, best=None, open=None)
+    means["n_median"] = _weighted_median(scored, "n_rollouts")
     mean_score, best_of_n = means["mean"], means["best"]
     gain = best_of_n - mean_score if samples else None
     relative = gain / mean_score if gain is not None and mean_score else None
@@ -229,7 +246,7 @@ def summarize(
     multiplier = compute_multiplier(per_sample, group_size, hv_fraction)
     summary = DatasetSummary(
         samples=samples,
-        unscored_samples=per_sample.height - samples,
+        unscored_samples=int(totals["samples"] or 0) - samples,
         rollouts=rollouts,
         errors=errors,
         error_rate=errors / rollouts if rollouts else 0.0,
@@ -271,16 +288,16 @@ def _warnings(s: DatasetSummary, scored: pl.DataFrame, *, adaptive: bool) -> lis
             f"best-of-N ({s.best_of_n:.3f}) is close to the mean ({s.mean_score:.3f}): the model "
             "is very consistent, so RL has little room to improve"
         )
-    total_var = float(scored["variance"].sum())
+    w = pl.col(MULTIPLICITY)
+    total_var = float(scored.select((pl.col("variance") * w).sum()).item())
     if s.high_variance_fraction >= LOW_SIGNAL_SHARE and total_var > 0:
-        top = max(1, s.samples // 10)
-        top_var = float(scored["variance"].top_k(top).sum())
+        top_var = _top_sum(scored, "variance", max(1, s.samples // 10))
         if top_var / total_var >= 0.9:
             out.append(
                 f"variance is concentrated: the top 10% of samples carry {top_var / total_var:.0%} "
                 "of it, so most samples offer no learning signal"
             )
-    few = scored.filter(pl.col("n_rollouts") < MIN_RUNS).height
+    few = int(scored.filter(pl.col("n_rollouts") < MIN_RUNS)[MULTIPLICITY].sum())
     if few:
         out.append(
             f"{few} sample(s) have fewer than {MIN_RUNS} scored rollouts: "
@@ -305,3 +322,40 @@ def _warnings(s: DatasetSummary, scored: pl.DataFrame, *, adaptive: bool) -> lis
     if s.samples < SMALL_DATASET:
         out.append(f"only {s.samples} samples: estimates at this size are noisy")
     return out
+
+
+def _weighted_median(frame: pl.DataFrame, column: str) -> float | None:
+    """Median of `column` over samples (rows weighted by multiplicity), as polars'
+    median: the mean of the two middle values when the count is even."""
+    import polars as pl
+
+    hist = frame.group_by(column).agg(pl.col(MULTIPLICITY).sum()).sort(column).rows()
+    total = sum(int(count) for _, count in hist)
+    if total == 0:
+        return None
+    lower, upper = (total - 1) // 2, total // 2  # 0-based ranks of the middle values
+    found: list[float] = []
+    seen = 0
+    for value, count in hist:
+        seen += int(count)
+        while len(found) < 2 and seen > (lower, upper)[len(found)]:
+            found.append(float(value))
+    return (found[0] + found[1]) / 2
+
+
+def _top_sum(frame: pl.DataFrame, column: str, top: int) -> float:
+    """Sum of the `top` largest values of `column` over samples (rows weighted by
+    multiplicity)."""
+    import polars as pl
+
+    if frame.select((pl.col(MULTIPLICITY) == 1).all()).item():
+        return float(frame[column].top_k(top).sum())  # one row per sample: no weights
+    total, left = 0.0, top
+    ordered = frame.group_by(column).agg(pl.col(MULTIPLICITY).sum()).sort(column, descending=True)
+    for value, count in ordered.rows():
+        take = min(left, int(count))
+        total += take * float(value)
+        left -= take
+        if left == 0:
+            break
+    return total

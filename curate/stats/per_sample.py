@@ -30,6 +30,9 @@ PASS_SCORE = 1.0
 # Variances come from sums of squares and carry ~1e-16 of rounding: a variance this
 # close to the threshold counts as equal to it (so not "above" it), e.g. [0.4, 0.6].
 VARIANCE_TOLERANCE = 1e-12
+# In a compressed frame (one row per distinct statistics, no sample_id), how many
+# samples a row stands for. Data-set statistics weight every row by it.
+MULTIPLICITY = "multiplicity"
 
 
 def aggregate_rollouts(rollouts: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
@@ -116,6 +119,61 @@ def aggregate_run_blocks(sample_ids: pl.Series, runs: list[pl.Series]) -> pl.Dat
     return reduced.insert_column(0, sample_ids.cast(pl.String).alias("sample_id"))
 
 
+def binary_counts_aggregate(successes: pl.Series, width: int) -> pl.DataFrame:
+    """The compressed `aggregate_rollouts` of a dense 0/1 matrix: one row per distinct
+    success count, from each sample's count of passes among its `width` rollouts (no
+    error, no null). Equal to `compress_binary_aggregate(aggregate_fixed_width(...))`.
+    """
+    import polars as pl
+
+    counts = successes.cast(pl.Int64).alias("successes").value_counts(name=MULTIPLICITY)
+    c = pl.col("successes")
+    return counts.select(
+        pl.lit(width, dtype=pl.Int64).alias("n_rollouts"),
+        pl.lit(0, dtype=pl.Int64).alias("n_errors"),
+        c,
+        c.cast(pl.Float64).alias("score_sum"),
+        c.cast(pl.Float64).alias("score_sq_sum"),
+        (c > 0).cast(pl.Float64).alias("best_score"),
+        (c == width).cast(pl.Float64).alias("worst_score"),
+        pl.lit(0, dtype=pl.Int64).alias("partial"),
+        pl.col(MULTIPLICITY).cast(pl.Int64),
+    ).sort("successes")
+
+
+def compress_binary_aggregate(aggregated: pl.DataFrame) -> pl.DataFrame:
+    """Merge the samples of a 0/1 aggregate that share (n_rollouts, n_errors,
+    successes) into one row with a `multiplicity`, dropping sample_id.
+
+    With 0/1 scores every other aggregate column is a function of those three, so
+    data-set statistics weighted by multiplicity equal the per-sample ones, at the
+    cost of a few rows instead of one per sample (what `curate report` needs).
+    """
+    import polars as pl
+
+    if not is_binary(aggregated):
+        raise ValueError("only 0/1 scores can be compressed: partial credit needs rollouts")
+    keys = ["n_rollouts", "n_errors", "successes"]
+    rest = [c for c in aggregated.columns if c not in (*keys, "sample_id", MULTIPLICITY)]
+    weight = with_multiplicity(aggregated)[MULTIPLICITY]
+    return (
+        aggregated.with_columns(weight)
+        .group_by(keys)
+        .agg(*(pl.col(c).first() for c in rest), pl.col(MULTIPLICITY).sum())
+        .select(*keys, *rest, MULTIPLICITY)
+        .sort(keys)
+    )
+
+
+def with_multiplicity(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with a `multiplicity` column: as it is when compressed, else all 1."""
+    import polars as pl
+
+    if MULTIPLICITY in frame.columns:
+        return frame
+    return frame.with_columns(pl.lit(1, dtype=pl.Int64).alias(MULTIPLICITY))
+
+
 def is_binary(aggregated: pl.DataFrame) -> bool:
     """True when every scored rollout is 0 or 1."""
     return int(aggregated["partial"].sum()) == 0
@@ -129,8 +187,9 @@ def fit_prior(aggregated: pl.DataFrame) -> BetaPrior:
 
 
 def pair_histogram(frame: pl.DataFrame, *, scored_only: bool = False) -> list[tuple[int, int, int]]:
-    """Sorted (n_rollouts, successes, samples): how many rows have each (n, c) pair;
-    with `scored_only`, pairs with n = 0 are left out.
+    """Sorted (n_rollouts, successes, samples): how many samples have each (n, c) pair
+    (rows, or their multiplicities in a compressed frame); with `scored_only`, pairs
+    with n = 0 are left out.
 
     The same as a group-by on the two columns, sorted, but counted on one integer key
     n * (n_max + 1) + c (0 <= c <= n), which is several times cheaper on a million rows.
@@ -138,7 +197,9 @@ def pair_histogram(frame: pl.DataFrame, *, scored_only: bool = False) -> list[tu
     import polars as pl
 
     n, c = pl.col("n_rollouts"), pl.col("successes")
-    if frame.height == 0 or frame.select(n.null_count() + c.null_count()).item():
+    if MULTIPLICITY in frame.columns:  # compressed: few rows, each standing for many
+        hist = frame.group_by("n_rollouts", "successes").agg(pl.col(MULTIPLICITY).sum()).rows()
+    elif frame.height == 0 or frame.select(n.null_count() + c.null_count()).item():
         hist = frame.group_by("n_rollouts", "successes").len().rows()
     else:
         width = int(frame.select(n.max()).item()) + 1
@@ -170,8 +231,11 @@ def stats_from_aggregate(
     group_size: int,
 ) -> pl.DataFrame:
     """`sample_stats` on an already aggregated frame (rollouts are read again only
-    for partial-credit scores)."""
+    for partial-credit scores). A compressed aggregate (`compress_binary_aggregate`)
+    gives a compressed result: no sample_id, a `multiplicity` per row."""
     import polars as pl
+
+    compressed = MULTIPLICITY in agg.columns
 
     n = pl.col("n_rollouts")
     has = n > 0
@@ -193,12 +257,14 @@ def stats_from_aggregate(
     pairs = _pair_table(frame, prior, group_size)
     frame = _attach_pairs(frame, pairs)
     if not is_binary(agg):
+        if compressed:
+            raise ValueError("a compressed aggregate must hold 0/1 scores only")
         frame = frame.drop("gate_open_probability").join(
             _general_gate(rollouts, group_size), on="sample_id", how="left"
         )
     frame = frame.with_columns(category_expr(threshold).alias("category"))
     return frame.select(
-        "sample_id",
+        *([] if compressed else ["sample_id"]),
         "n_rollouts",
         "n_errors",
         "successes",
@@ -214,6 +280,7 @@ def stats_from_aggregate(
         "smoothed_pass_rate",
         "gate_open_probability",
         "category",
+        *([MULTIPLICITY] if compressed else []),
     )
 
 

@@ -16,7 +16,15 @@ from polars.testing import assert_frame_equal
 
 from curate.errors import InputError
 from curate.stats import aggregate_rollouts, analyze
-from curate.stats.per_sample import aggregate_fixed_width, aggregate_run_blocks
+from curate.stats.dataset import DatasetSummary
+from curate.stats.per_sample import (
+    MULTIPLICITY,
+    aggregate_fixed_width,
+    aggregate_run_blocks,
+    binary_counts_aggregate,
+    compress_binary_aggregate,
+    is_binary,
+)
 from curate.store.run_dir import RolloutStore
 from curate.store.scores import _aggregate_dense, _one_pass_plan, load_aggregated, load_scores
 
@@ -70,6 +78,12 @@ LAYOUTS = {
     ),
     "exact_duplicate": pl.concat([BASE, BASE.head(2)]),
     "empty_error_strings": BASE.with_columns(pl.lit("").alias("error")),
+    # Blocks wider than the prefix that finds the block width.
+    "wide_blocks": scores(n=3, k=5000, seed=2),
+    "one_sample": scores(n=1, k=6, seed=4),
+    "first_sample_again_at_the_end": pl.concat(
+        [BASE, BASE.head(4).with_columns(pl.col("run_idx") + 4)]
+    ),
 }
 
 
@@ -89,6 +103,29 @@ def check_same(path: Path) -> None:
     old, new = analyze(want), analyze(got.rollouts, aggregate=got.aggregate)
     assert new.summary.categories == old.summary.categories
     assert new.summary.mean_score == pytest.approx(old.summary.mean_score, rel=1e-12)
+    # The report's compressed read: 0/1 scores collapse to a few weighted rows, with
+    # the same data-set summary.
+    small = load_aggregated(path, compress=True)
+    assert (MULTIPLICITY in small.aggregate.columns) is is_binary(got.aggregate)
+    if MULTIPLICITY in small.aggregate.columns:
+        assert small.aggregate.height <= small.aggregate["n_rollouts"].max() * 2 + 2
+    same_summary(analyze(small.rollouts, aggregate=small.aggregate).summary, old.summary)
+
+
+def same_summary(got: DatasetSummary, want: DatasetSummary) -> None:
+    """Equal up to the last bits of float sums (their order differs)."""
+    assert_close(got.to_dict(), want.to_dict(), "summary")
+
+
+def assert_close(a: object, b: object, where: str) -> None:
+    if isinstance(b, dict):
+        assert isinstance(a, dict) and a.keys() == b.keys(), where
+        for key in b:
+            assert_close(a[key], b[key], f"{where}.{key}")
+    elif isinstance(b, float):
+        assert a == pytest.approx(b, rel=1e-12, abs=1e-15), where
+    else:
+        assert a == b, where
 
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
@@ -202,3 +239,21 @@ def test_dense_aggregations_match_group_by() -> None:
     for got in (by_sample, by_run):
         assert got.schema == want.schema
         assert_frame_equal(got.sort("sample_id"), want, check_exact=False, rel_tol=1e-12)
+
+
+def test_binary_counts_aggregate_is_the_compressed_aggregate() -> None:
+    frame = scores(n=200, k=6, seed=5).with_columns(pl.lit(None, pl.String).alias("error"))
+    ids = frame["sample_id"].gather_every(6)
+    full = aggregate_fixed_width(ids, frame["score"], 6)
+    successes = frame["score"].reshape((-1, 6)).arr.sum()
+    direct = binary_counts_aggregate(successes, 6)
+    assert_frame_equal(direct, compress_binary_aggregate(full))
+    assert direct[MULTIPLICITY].sum() == 200
+
+
+def test_partial_credit_is_not_compressed() -> None:
+    agg = aggregate_rollouts(
+        scores(partial=True).with_columns(pl.lit(None, pl.String).alias("error"))
+    )
+    with pytest.raises(ValueError, match="0/1"):
+        compress_binary_aggregate(agg)
