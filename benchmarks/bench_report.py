@@ -13,8 +13,12 @@
    per-sample numpy loop over a dict of score lists) on the same file, also as a whole
    process, and checks that curate's categories, mean score and best-of-N match it.
 4. Times `curate --help` and checks that it imports no heavy library.
-5. For context, times `curate report` on 100 samples: the process start-up floor
-   (interpreter, typer, polars) that bounds any speed-up.
+5. The same work inside one process, reading included and start-up excluded: the
+   span the reference times as its own `seconds`.
+6. For context, two floors that bound any speed-up: `curate report` on 100 samples
+   (process start-up: interpreter, typer, polars), and a bare process that imports
+   polars, reads the three columns of the big file and exits (what any Parquet-based
+   tool pays before computing anything).
 
 Targets (issue 2): report median <= 1.5 s, >= 100x faster than the reference, peak RSS
 <= 1 GB; `curate --help` <= 0.3 s without polars, matplotlib, vllm or torch. The exit
@@ -187,6 +191,45 @@ def time_reference(path: Path, work: Path) -> tuple[dict, dict]:
     return result, json.loads(out.read_text())
 
 
+# The least a polars-based tool can do: start, import polars, decode every row, exit.
+READ_FLOOR = (
+    "import os, sys, polars as pl; "
+    "pl.read_parquet(sys.argv[1], columns=['sample_id', 'run_idx', 'score']); os._exit(0)"
+)
+
+
+def time_read_floor(path: Path, repeat: int, work: Path) -> list[float]:
+    cmd = [sys.executable, "-c", READ_FLOOR, str(path)]
+    return [measure(cmd, work / "floor.txt")["wall"] for _ in range(repeat)]
+
+
+# The report's work inside one process, reading included and imports excluded: the
+# same span the reference times as its own `seconds`.
+IN_PROCESS = (
+    "import json, sys, time; "
+    "from curate.report.build import build_report; "
+    "from curate.report.render import render_json; "
+    "import polars; "
+    "start = time.perf_counter(); "
+    "r = build_report(sys.argv[1]); "
+    "render_json(r.summary, r.gates, source=r.source, usage=r.usage); "
+    "print(json.dumps({'seconds': time.perf_counter() - start}))"
+)
+
+
+def time_in_process(path: Path, repeat: int) -> list[float]:
+    out = []
+    for _ in range(repeat):
+        done = subprocess.run(
+            [sys.executable, "-c", IN_PROCESS, str(path)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        out.append(json.loads(done.stdout)["seconds"])
+    return out
+
+
 def time_help(repeat: int, work: Path) -> tuple[list[float], list[str]]:
     cmd = [*curate_command(), "--help"]
     walls = [measure(cmd, work / "help.txt")["wall"] for _ in range(repeat)]
@@ -299,6 +342,8 @@ def main() -> int:
         # The floor: the same command on 100 samples is all process start-up
         # (interpreter, typer, polars), which no data-path work can remove.
         floor_runs, _ = time_report(tiny, 3, work, label="start-up floor (100 samples)")
+        read_floor = statistics.median(time_read_floor(path, 3, work))
+        in_process = statistics.median(time_in_process(path, 3))
 
         print(f"curate --help ({args.help_repeat} runs) ...", flush=True)
         help_walls, heavy = time_help(args.help_repeat, work)
@@ -344,6 +389,17 @@ def main() -> int:
         f"{ref_wall / floor:.0f}x is possible against this reference on this machine now"
     )
     print(
+        f"read floor (python + import polars + read the 3 columns, nothing else): "
+        f"{read_floor:.3f} s ({ref_wall / read_floor:.0f}x the reference); curate's own work "
+        f"on top of it (CLI, checks, statistics, output): {median - read_floor:.3f} s"
+    )
+    ref_inside = ref["seconds"] * scale
+    print(
+        f"inside the process (reading included, start-up excluded, as the reference times "
+        f"itself): curate {in_process:.3f} s vs reference {ref_inside:.2f} s: "
+        f"{ref_inside / in_process:.0f}x"
+    )
+    print(
         f"curate --help: median {help_median:.3f} s vs target {TARGET_HELP_S} s; "
         f"heavy imports: {', '.join(heavy) or 'none'}"
     )
@@ -387,6 +443,10 @@ def main() -> int:
                     "help_median_s": help_median,
                     "help_heavy_imports": heavy,
                     "startup_floor_s": floor,
+                    "read_floor_s": read_floor,
+                    "in_process_s": in_process,
+                    "reference_in_process_s": ref_inside,
+                    "in_process_speedup": ref_inside / in_process,
                     "shuffled": args.shuffle,
                     "parity_problems": problems,
                     "missed": missed,

@@ -60,36 +60,26 @@ def report(
     ] = None,
 ) -> None:
     """Summarise pass rates, variance, pass@k and the gate odds; exit 1 if a gate fails."""
-    from curate.report.gates import evaluate_gates
-    from curate.stats.analysis import analyze
-    from curate.store.scores import load_aggregated
+    from curate.report.build import build_report
 
-    # The report needs per-sample aggregates only: one pass over the file, no rows kept.
-    source = load_aggregated(run, compress=True)
-    adaptive = bool(source.manifest and source.manifest.get("adaptive"))
-    analysis = analyze(
-        source.rollouts,
+    built = build_report(
+        run,
         threshold=threshold,
         group_size=group_size,
-        adaptive=adaptive,
-        aggregate=source.aggregate,
+        fail_under_signal=fail_under_signal,
+        max_error_rate=max_error_rate,
+        price_in=price_in,
+        price_out=price_out,
     )
-    gates = evaluate_gates(
-        analysis.summary, fail_under_signal=fail_under_signal, max_error_rate=max_error_rate
-    )
-    name = str(run)
-    from curate.stats.usage import report_usage
-
-    # Token counts (and cost, given prices) when the input has them; else no section.
-    usage = report_usage(run, price_in, price_out)
+    summary, gates, usage, name = built.summary, built.gates, built.usage, built.source
     if format is ReportFormat.json:
         from curate.report.render import render_json
 
-        sys.stdout.write(render_json(analysis.summary, gates, source=name, usage=usage))
+        sys.stdout.write(render_json(summary, gates, source=name, usage=usage))
     elif format is ReportFormat.markdown:
         from curate.report.render import render_markdown
 
-        text = render_markdown(analysis.summary, gates, source=name, usage=usage)
+        text = render_markdown(summary, gates, source=name, usage=usage)
         sys.stdout.write(text)
         summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary_file:
@@ -100,9 +90,8 @@ def report(
 
         from curate.report.render import render_table
 
-        render_table(analysis.summary, gates, Console(), source=name, usage=usage)
-    failed = [g for g in gates if not g.passed]
-    if failed:
-        for g in failed:
+        render_table(summary, gates, Console(), source=name, usage=usage)
+    if built.failed_gates:
+        for g in built.failed_gates:
             print(f"curate: gate failed: {g.name}: {g.message}", file=sys.stderr)
         raise typer.Exit(1)

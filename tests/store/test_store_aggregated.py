@@ -257,3 +257,25 @@ def test_partial_credit_is_not_compressed() -> None:
     )
     with pytest.raises(ValueError, match="0/1"):
         compress_binary_aggregate(agg)
+
+
+@pytest.mark.parametrize("row_group_size", [1, 3, 5, 7])
+def test_row_groups_that_split_blocks(tmp_path: Path, row_group_size: int) -> None:
+    """The dense check works chunk by chunk: blocks split over row groups (of any
+    size, down to one row) must read exactly as one chunk does."""
+    path = tmp_path / "scores.parquet"
+    BASE.write_parquet(path, row_group_size=row_group_size)
+    plan = _one_pass_plan(path)
+    assert plan is not None
+    rows, has_run_idx, _, _ = plan
+    assert _aggregate_dense(rows, has_run_idx) is not None
+    check_same(path)
+    # A second, different score for the last sample's run 2, in its own block's place.
+    flipped = BASE.tail(2).head(1).with_columns((1.0 - pl.col("score")).alias("score"))
+    bad = pl.concat([BASE, flipped])
+    bad.write_parquet(path, row_group_size=row_group_size)
+    with pytest.raises(InputError) as want:
+        load_scores(path)
+    with pytest.raises(InputError) as got:
+        load_aggregated(path, compress=True)
+    assert str(got.value) == str(want.value)
