@@ -357,9 +357,14 @@ def _print_dry_run(opts: EvalOptions, price_in: float | None, price_out: float |
     from curate.engine.estimate import estimate_eval
 
     e = estimate_eval(opts, price_in, price_out)
+    if e["runs"] is None:  # adaptive with --budget alone: no per-sample cap
+        head = f"{e['samples']} samples, at most {e['rollouts_total']} rollouts in all"
+    else:
+        head = f"{e['samples']} samples x {e['runs']} runs = {e['rollouts_total']} rollouts"
+    bound = "at most " if opts.adaptive else ""
     print(
-        f"dry run: {e['samples']} samples x {e['runs']} runs = {e['rollouts_total']} rollouts, "
-        f"{e['rollouts_stored']} already stored in {e['run_dir']}, {e['rollouts_todo']} to generate"
+        f"dry run: {head}, {e['rollouts_stored']} already stored in {e['run_dir']}, "
+        f"{bound}{e['rollouts_todo']} to generate"
     )
     print(
         f"tokens: prompt ~{e['prompt_tokens']:,} ({e['token_count']}, {e['mode']} mode), "

@@ -52,13 +52,24 @@ def estimate_eval(
     rollout as the completion bound, and the cost bound at the given prices.
 
     An adaptive run stops early on most samples: its figures are upper bounds (at most
-    --max-runs per sample, at most --budget in all)."""
+    the per-sample cap, at most --budget in all, the longest prompts first). `runs` is
+    None when an adaptive run has no per-sample cap (--budget alone)."""
     import polars as pl
 
     from curate.data.samples import build_prompts
-    from curate.engine.evaluate import _local_chat_template, default_run_dir, load_eval_samples
+    from curate.engine.evaluate import (
+        _local_chat_template,
+        adaptive_policy,
+        default_run_dir,
+        load_eval_samples,
+    )
     from curate.store.run_dir import RolloutStore
 
+    # The run's own option checks and per-sample cap, so the estimate never describes
+    # a run that `evaluate` would refuse or cap differently.
+    policy = adaptive_policy(opts)
+    cap: int | None = opts.runs if policy is None else policy.max_runs
+    budget = None if policy is None else policy.budget
     frame, fields = load_eval_samples(opts)
     mode = opts.mode
     if mode is None:
@@ -67,31 +78,40 @@ def estimate_eval(
     ids = frame["sample_id"].to_list()
     run_dir = opts.out or default_run_dir(opts.data, opts.model)
     store = RolloutStore(run_dir)
-    runs = opts.runs
-    budget = opts.budget if opts.adaptive else None
-    if opts.adaptive:
-        runs = opts.max_runs or runs
     stored: dict[str, int] = {}
     if not opts.force_new and store.shard_paths():
-        done = store.completed_pairs().filter(pl.col("run_idx") < runs)
+        done = store.completed_pairs()
+        if cap is not None:
+            done = done.filter(pl.col("run_idx") < cap)
         stored = dict(done.group_by("sample_id").len().iter_rows())
+    held = [stored.get(sid, 0) for sid in ids]
+    # Rollouts each sample may still take (None: no per-sample cap).
+    room = [None if cap is None else cap - min(cap, h) for h in held]
+    if budget is None:
+        todo = sum(r or 0 for r in room)
+    else:
+        todo = max(0, budget - sum(held))
+        if cap is not None:
+            todo = min(todo, sum(r or 0 for r in room))
     count, counter_name = _token_counter(opts.model)
-    todo = prompt_tokens = 0
-    for sid, prompt in zip(ids, prompts, strict=True):
-        missing = runs - min(runs, stored.get(sid, 0))
-        if budget is not None:
-            missing = min(missing, max(0, budget - todo))
-        if missing:
-            todo += missing
-            prompt_tokens += missing * prompt_token_estimate(prompt, count)
+    per_rollout = [prompt_token_estimate(prompt, count) for prompt in prompts]
+    # The costliest way to spend `todo` rollouts: the longest prompts first (for a
+    # fixed-N run every sample takes all its room, so this is exact).
+    prompt_tokens, left = 0, todo
+    for tokens, r in sorted(zip(per_rollout, room, strict=True), key=lambda x: -x[0]):
+        take = left if r is None else min(left, r)
+        prompt_tokens += take * tokens
+        left -= take
+        if left == 0:
+            break
     completion_tokens = todo * opts.max_tokens
     return {
         "run_dir": str(run_dir),
         "mode": mode,
         "samples": len(ids),
-        "runs": runs,
-        "rollouts_total": len(ids) * runs,
-        "rollouts_stored": sum(min(runs, stored.get(sid, 0)) for sid in ids),
+        "runs": cap,
+        "rollouts_total": len(ids) * cap if cap is not None else budget,
+        "rollouts_stored": sum(held),
         "rollouts_todo": todo,
         "prompt_tokens": prompt_tokens,
         "completion_tokens_max": completion_tokens,

@@ -11,6 +11,7 @@ import pytest
 
 from curate.engine.estimate import _token_counter, estimate_eval, prompt_token_estimate
 from curate.engine.evaluate import EvalOptions, evaluate
+from curate.errors import UsageError
 from tests.conftest import TINY_MODEL
 from tests.engine.conftest import fake_answers
 
@@ -93,8 +94,35 @@ def test_adaptive_figures_are_upper_bounds(arithmetic_jsonl: Path, tmp_path: Pat
     out = tmp_path / "run"
     capped = estimate_eval(_opts(arithmetic_jsonl, out, adaptive=True, max_runs=6))
     assert (capped["runs"], capped["rollouts_todo"]) == (6, 72)
+    longest = max(_chat_tokens(q) for q in _questions(arithmetic_jsonl))
+    # --budget alone: no per-sample cap (as the run itself), so one sample may take it all.
     budgeted = estimate_eval(_opts(arithmetic_jsonl, out, adaptive=True, budget=30))
+    assert budgeted["runs"] is None and budgeted["rollouts_total"] == 30
     assert budgeted["rollouts_todo"] == 30 and budgeted["completion_tokens_max"] == 30 * 8
+    assert budgeted["prompt_tokens"] == 30 * longest
+    # A budget beyond samples x runs is still reachable without a cap.
+    deep = estimate_eval(_opts(arithmetic_jsonl, out, adaptive=True, budget=100))
+    assert deep["rollouts_todo"] == 100
+    # Cap and budget: the budget goes to the longest prompts first, each up to the cap.
+    both = estimate_eval(_opts(arithmetic_jsonl, out, adaptive=True, max_runs=2, budget=5))
+    costs = sorted((_chat_tokens(q) for q in _questions(arithmetic_jsonl)), reverse=True)
+    assert both["rollouts_todo"] == 5
+    assert both["prompt_tokens"] == 2 * costs[0] + 2 * costs[1] + costs[2]
+
+
+def test_budget_counts_what_the_run_holds(arithmetic_jsonl: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    evaluate(_opts(arithmetic_jsonl, out, limit=3))  # 12 rollouts stored
+    e = estimate_eval(_opts(arithmetic_jsonl, out, adaptive=True, budget=30))
+    assert (e["rollouts_stored"], e["rollouts_todo"]) == (12, 18)
+
+
+def test_options_are_checked_as_the_run_checks_them(arithmetic_jsonl: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    with pytest.raises(UsageError, match="only apply with --adaptive"):
+        estimate_eval(_opts(arithmetic_jsonl, out, budget=30))
+    with pytest.raises(UsageError, match="--max-runs must be at least 1"):
+        estimate_eval(_opts(arithmetic_jsonl, out, adaptive=True, max_runs=0))
 
 
 def test_counts_with_the_model_tokenizer(arithmetic_jsonl: Path, tmp_path: Path) -> None:
