@@ -14,7 +14,7 @@ from curate.stats.estimators import BetaPrior, gate_open_bernoulli, pass_at_k
 from curate.stats.per_sample import (
     CATEGORIES,
     MULTIPLICITY,
-    gate_probability,
+    gate_forecast,
     pair_histogram,
     with_multiplicity,
 )
@@ -110,7 +110,10 @@ def pass_at_k_columns(per_sample: pl.DataFrame, ks: list[int]) -> pl.DataFrame:
 def gate_curve(
     per_sample: pl.DataFrame, prior: BetaPrior, group_sizes: list[int], *, binary: bool = True
 ) -> pl.DataFrame:
-    """Expected fraction of samples whose group of size G has mixed outcomes, per G."""
+    """Expected fraction of samples whose group of size G has mixed outcomes, per G.
+
+    Binary scores: unbiased where a sample has n >= G rollouts, the Beta-binomial
+    posterior predictive beyond (`gate_forecast`)."""
     import polars as pl
 
     scored = with_multiplicity(per_sample.filter(pl.col("n_rollouts") > 0))
@@ -119,7 +122,7 @@ def gate_curve(
     if binary:
         pairs = pair_histogram(scored)
         for g in group_sizes:
-            value = sum(w * gate_probability(n, c, prior, g) for n, c, w in pairs) / max(total, 1)
+            value = sum(w * gate_forecast(n, c, prior, g) for n, c, w in pairs) / max(total, 1)
             rows.append((g, value))
     else:
         # Partial credit: u(p) on the smoothed pass rate is the best we can extrapolate.
@@ -132,25 +135,12 @@ def gate_curve(
     )
 
 
-def extrapolated_open_fraction(per_sample: pl.DataFrame, group_size: int) -> float:
-    """Mean u(p~) at a group size, on the smoothed pass rates (for sizes beyond n)."""
-    return _open_fraction(_smoothed_rate_hist(per_sample), group_size)
-
-
 def _smoothed_rate_hist(per_sample: pl.DataFrame) -> list[tuple[float, int]]:
     """(smoothed pass rate, samples) over scored samples, sorted."""
     import polars as pl
 
     scored = with_multiplicity(per_sample.filter(pl.col("n_rollouts") > 0))
     return sorted(scored.group_by("smoothed_pass_rate").agg(pl.col(MULTIPLICITY).sum()).rows())
-
-
-def _open_fraction(hist: list[tuple[float, int]], group_size: int) -> float:
-    """`extrapolated_open_fraction` from `_smoothed_rate_hist`."""
-    total = sum(w for _, w in hist)
-    if total == 0:
-        return 0.0
-    return sum(w * gate_open_bernoulli(p, group_size) for p, w in hist) / total
 
 
 def rule_of_thumb(high_variance_fraction: float) -> str:
@@ -165,11 +155,17 @@ def rule_of_thumb(high_variance_fraction: float) -> str:
 
 
 def compute_multiplier(
-    per_sample: pl.DataFrame, group_size: int, high_variance_fraction: float
+    per_sample: pl.DataFrame,
+    group_size: int,
+    high_variance_fraction: float,
+    *,
+    prior: BetaPrior,
+    binary: bool,
 ) -> ComputeMultiplier:
     """Smallest m such that going to group size G*(m+1) opens < 2% more groups."""
-    hist = _smoothed_rate_hist(per_sample)  # once, not once per multiplier
-    curve = {m: _open_fraction(hist, group_size * m) for m in range(1, MAX_MULTIPLIER + 2)}
+    sizes = [group_size * m for m in range(1, MAX_MULTIPLIER + 2)]
+    fractions = gate_curve(per_sample, prior, sizes, binary=binary)["expected_open_fraction"]
+    curve = dict(zip(range(1, MAX_MULTIPLIER + 2), fractions.to_list(), strict=True))
     recommended = MAX_MULTIPLIER
     for m in range(1, MAX_MULTIPLIER + 1):
         if curve[m + 1] - curve[m] < MULTIPLIER_MIN_GAIN:
@@ -193,7 +189,13 @@ def compute_multiplier(
         reason=reason,
         rule=(
             f"smallest m at which raising the group size from G*m to G*(m+1) adds fewer than "
-            f"{MULTIPLIER_MIN_GAIN:.0%} mixed groups (u(p) on smoothed pass rates)"
+            f"{MULTIPLIER_MIN_GAIN:.0%} mixed groups ("
+            + (
+                "per sample: unbiased where n >= G*m, else the Beta-binomial posterior predictive"
+                if binary
+                else "u(p) on smoothed pass rates"
+            )
+            + ")"
         ),
     )
 
@@ -243,7 +245,7 @@ def summarize(
     # more than the smallest N are a biased subset: keep k within every sample's N.
     min_n = int(means["n_min"] or 0)
     passk = pass_at_k_table(per_sample, list(range(1, min_n + 1)) if adaptive and min_n else None)
-    multiplier = compute_multiplier(per_sample, group_size, hv_fraction)
+    multiplier = compute_multiplier(per_sample, group_size, hv_fraction, prior=prior, binary=binary)
     summary = DatasetSummary(
         samples=samples,
         unscored_samples=int(totals["samples"] or 0) - samples,

@@ -54,6 +54,25 @@ def gate_open_bernoulli(p: float, group_size: int) -> float:
     return max(0.0, 1.0 - (1.0 - p) ** group_size - p**group_size)
 
 
+def gate_open_posterior(n: int, c: int, alpha: float, beta: float, group_size: int) -> float:
+    """P(a fresh group of G rollouts is mixed) given c passes in n, under a Beta(alpha,
+    beta) prior on the pass rate: 1 - E[p^G] - E[(1-p)^G] over the posterior
+    Beta(alpha + c, beta + n - c), with E[p^G] = prod_{i<G} (a + i) / (a + b + i).
+
+    Calibrated where u(p~) on the posterior mean is not: u is concave near 0 and 1, so
+    plugging in the mean overstates how often a sample with few or no passes would mix
+    in a bigger group (Jensen's inequality).
+    """
+    if group_size <= 1:
+        return 0.0
+    a, b = alpha + c, beta + n - c
+    all_pass = all_fail = 1.0
+    for i in range(group_size):
+        all_pass *= (a + i) / (a + b + i)
+        all_fail *= (b + i) / (a + b + i)
+    return max(0.0, 1.0 - all_pass - all_fail)
+
+
 def wilson_interval(successes: float, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
     """Wilson score interval for a binomial proportion (95% by default)."""
     if n <= 0:

@@ -14,6 +14,7 @@ from curate.stats.estimators import (
     choose_ratio,
     fit_beta_prior,
     gate_open_bernoulli,
+    gate_open_posterior,
     gate_open_unbiased,
     wilson_interval,
 )
@@ -319,6 +320,15 @@ def gate_probability(n: int, c: int, prior: BetaPrior, group_size: int) -> float
     if n >= group_size:
         return gate_open_unbiased(n, c, group_size)
     return gate_open_bernoulli(prior.smooth(c, n), group_size)
+
+
+def gate_forecast(n: int, c: int, prior: BetaPrior, group_size: int) -> float:
+    """Expected P(a group of `group_size` is mixed) for a binary sample, for data-set
+    curves over group sizes: unbiased from the outcomes when n >= G, else the
+    Beta-binomial posterior predictive (calibrated, unlike u on the smoothed rate)."""
+    if n >= group_size:
+        return gate_open_unbiased(n, c, group_size)
+    return gate_open_posterior(n, c, prior.alpha, prior.beta, group_size)
 
 
 def _pair_table(frame: pl.DataFrame, prior: BetaPrior, group_size: int) -> pl.DataFrame:

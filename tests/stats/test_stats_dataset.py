@@ -10,10 +10,10 @@ from curate.stats import analyze, pass_at_k_table
 from curate.stats.dataset import (
     MAX_MULTIPLIER,
     compute_multiplier,
-    extrapolated_open_fraction,
     gate_curve,
     rule_of_thumb,
 )
+from curate.stats.estimators import gate_open_posterior
 
 E = None
 
@@ -139,10 +139,13 @@ def test_rule_of_thumb_through_the_summary(rollouts, hv: int, total: int, band: 
 
 
 def test_model_based_multiplier_rule(rollouts) -> None:
-    per_sample = analyze(rollouts(population(10, 40, n=8))).per_sample
-    m = compute_multiplier(per_sample, 8, 0.25)
+    analysis = analyze(rollouts(population(10, 40, n=8)))
+    per_sample, prior = analysis.per_sample, analysis.prior
+    m = compute_multiplier(per_sample, 8, 0.25, prior=prior, binary=True)
     assert 1 <= m.recommended <= MAX_MULTIPLIER
-    curve = {k: extrapolated_open_fraction(per_sample, 8 * k) for k in range(1, MAX_MULTIPLIER + 2)}
+    sizes = [8 * k for k in range(1, MAX_MULTIPLIER + 2)]
+    fractions = gate_curve(per_sample, prior, sizes)["expected_open_fraction"].to_list()
+    curve = dict(zip(range(1, MAX_MULTIPLIER + 2), fractions, strict=True))
     # The rule: the smallest m whose next step adds less than 2 points of mixed groups.
     for k in range(1, m.recommended):
         assert curve[k + 1] - curve[k] >= 0.02
@@ -164,7 +167,11 @@ def test_gate_curve_binary_matches_per_sample_gate(rollouts) -> None:
     curve = gate_curve(analysis.per_sample, analysis.prior, [1, 2, 8], binary=True)
     values = dict(curve.rows())
     assert values[1] == 0.0
-    assert values[8] == pytest.approx(analysis.summary.gate["expected_open_fraction"])
+    # G = 8: unbiased for a and b (n = 8); c has 3 rollouts, so the posterior predictive.
+    a8 = 1 - math.comb(5, 8) - math.comb(3, 8)  # 5 passes, 3 failures: any 8 are mixed
+    prior = analysis.prior
+    c8 = gate_open_posterior(3, 1, prior.alpha, prior.beta, 8)
+    assert values[8] == pytest.approx((a8 + 0 + c8) / 3)
     a2 = 1 - math.comb(5, 2) / math.comb(8, 2) - math.comb(3, 2) / math.comb(8, 2)
     c2 = 1 - 0 - 1 / 3
     assert values[2] == pytest.approx((a2 + 0 + c2) / 3)

@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from curate.stats import analyze, pass_at_k_columns
+from curate.stats import analyze, gate_curve, pass_at_k_columns
 from curate.stats.estimators import gate_open_bernoulli
 
 SAMPLES = 3000
@@ -129,3 +129,32 @@ def test_smoothed_gate_below_g_is_close_for_a_homogeneous_population() -> None:
     gates = analyze(frame, group_size=g).per_sample["gate_open_probability"].to_numpy()
     truth = 1 - (1 - p) ** g - p**g
     assert abs(float(np.mean(gates)) - truth) < 0.05
+
+
+@pytest.mark.parametrize(("alpha", "beta"), [(0.4, 0.6), (2.0, 14.0), (0.3, 0.3)])
+def test_gate_curve_beyond_n_is_calibrated(alpha: float, beta: float) -> None:
+    """Past the rollouts observed (G > n), the data-set curve forecasts how many samples
+    a bigger group would open: it must match the truth on the samples' real pass rates.
+    u(p~) on the smoothed rate, the plug-in, overshoots and fails the same check."""
+    rng = np.random.default_rng(21)
+    samples, n = 20_000, 8
+    p = rng.beta(alpha, beta, samples)
+    passes = rng.binomial(n, p)
+    score = (np.arange(n)[None, :] < passes[:, None]).astype(np.float64).ravel()
+    frame = pl.DataFrame(
+        {
+            "sample_id": np.repeat([f"s{i:05d}" for i in range(samples)], n),
+            "run_idx": np.tile(np.arange(n, dtype=np.int32), samples),
+            "score": score,
+            "error": pl.Series([None] * score.size, dtype=pl.String),
+        }
+    )
+    analysis = analyze(frame)
+    sizes = [16, 32, 64]
+    curve = dict(gate_curve(analysis.per_sample, analysis.prior, sizes).rows())
+    smoothed = analysis.per_sample["smoothed_pass_rate"].to_numpy()
+    for g in sizes:
+        truth = float(np.mean(1 - (1 - p) ** g - p**g))
+        assert curve[g] == pytest.approx(truth, abs=0.01), f"G={g}"
+        plug_in = float(np.mean([gate_open_bernoulli(x, g) for x in smoothed]))
+        assert abs(plug_in - truth) > 0.03, f"plug-in at G={g} was not biased"
