@@ -9,6 +9,26 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_MODEL = ROOT / "sample_data" / "tiny-math"
+
+# The JSON report's stable contract (issue 2, README): keys may be added, never removed.
+JSON_CONTRACT_KEYS = frozenset(
+    {
+        "samples",
+        "rollouts",
+        "errors",
+        "mean_score",
+        "best_of_n",
+        "potential_gain",
+        "relative_gain",
+        "high_variance_fraction",
+        "threshold",
+        "categories",
+        "pass_at_k",
+        "gate",
+        "compute_multiplier",
+        "warnings",
+    }
+)
 ARITHMETIC = ROOT / "sample_data" / "arithmetic.jsonl"
 # Small KV cache: the session engine and a subprocess engine may run side by side.
 TEST_ENGINE_OPTIONS = {"kv_cache_memory_gb": 0.25}

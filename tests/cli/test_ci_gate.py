@@ -9,23 +9,10 @@ from pathlib import Path
 import pytest
 
 from curate.engine.evaluate import EvalOptions, evaluate
+from tests.conftest import JSON_CONTRACT_KEYS
 
 # The JSON report's documented contract (README): keys may be added, never removed.
-JSON_KEYS = {
-    "samples",
-    "rollouts",
-    "errors",
-    "mean_score",
-    "best_of_n",
-    "potential_gain",
-    "relative_gain",
-    "high_variance_fraction",
-    "threshold",
-    "categories",
-    "pass_at_k",
-    "gate",
-    "compute_multiplier",
-    "warnings",
+JSON_KEYS = JSON_CONTRACT_KEYS | {
     "unscored_samples",
     "error_rate",
     "rollouts_per_sample",

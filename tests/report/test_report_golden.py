@@ -17,6 +17,7 @@ from curate.report.gates import evaluate_gates
 from curate.report.render import render_json, render_markdown, render_table
 from curate.stats import analyze
 from curate.store.scores import load_scores
+from tests.conftest import JSON_CONTRACT_KEYS
 
 from .goldens import DATA
 
@@ -116,22 +117,7 @@ def test_golden_files_show_hand_values(golden) -> None:
 
 def test_json_contract_keys(analysis) -> None:
     data = json.loads(render_json(analysis.summary, [], source=SOURCE))
-    for key in (
-        "samples",
-        "rollouts",
-        "errors",
-        "mean_score",
-        "best_of_n",
-        "potential_gain",
-        "relative_gain",
-        "high_variance_fraction",
-        "threshold",
-        "categories",
-        "pass_at_k",
-        "gate",
-        "compute_multiplier",
-        "warnings",
-    ):
+    for key in sorted(JSON_CONTRACT_KEYS):
         assert key in data, key
     assert set(data["categories"]) == {
         "always_correct",

@@ -14,25 +14,11 @@ from curate.stats.dataset import (
     rule_of_thumb,
 )
 from curate.stats.estimators import gate_open_posterior
+from tests.conftest import JSON_CONTRACT_KEYS
 
 E = None
 
-SUMMARY_KEYS = {
-    "samples",
-    "rollouts",
-    "errors",
-    "mean_score",
-    "best_of_n",
-    "potential_gain",
-    "relative_gain",
-    "high_variance_fraction",
-    "threshold",
-    "categories",
-    "pass_at_k",
-    "gate",
-    "compute_multiplier",
-    "warnings",
-}
+SUMMARY_KEYS = JSON_CONTRACT_KEYS
 
 
 def population(hv: int, total: int, n: int = 4) -> dict[str, list[float]]:
