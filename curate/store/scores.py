@@ -271,17 +271,16 @@ def _sample_major(
     sid = frame["sample_id"]
     # same[i]: row i+1 holds row i's sample. False exactly at the block ends.
     same = _adjacent(sid, operator.eq)
-    ends = (~same).arg_true()
-    if not ends.equals(
-        pl.int_range(width - 1, total - 1, width, dtype=pl.UInt32, eager=True),
-        check_dtypes=False,
-        check_names=False,
-    ):
+    # Exactly blocks - 1 pairs differ, and each expected block end is one of them.
+    blocks = total // width
+    if same.sum() != total - blocks:
+        return None
+    if same.gather(pl.int_range(width - 1, total - 1, width, dtype=pl.UInt32, eager=True)).any():
         return None
     # Strictly rising run_idx within a block: no (sample_id, run_idx) pair repeats.
     if has_run_idx and (same & ~_adjacent(frame["run_idx"], operator.gt)).any():
         return None
-    del same, ends
+    del same
     ids = _every_nth(sid, width)
     if not _all_distinct(ids):  # a sample split over two blocks
         return None
