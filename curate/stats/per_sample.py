@@ -128,18 +128,34 @@ def binary_counts_aggregate(successes: pl.Series, width: int) -> pl.DataFrame:
     import polars as pl
 
     counts = successes.cast(pl.Int64).alias("successes").value_counts(name=MULTIPLICITY)
-    c = pl.col("successes")
+    return binary_aggregate(
+        counts.with_columns(
+            pl.lit(width, dtype=pl.Int64).alias("n_rollouts"),
+            pl.lit(0, dtype=pl.Int64).alias("n_errors"),
+        )
+    ).sort("successes")
+
+
+def binary_aggregate(counts: pl.DataFrame) -> pl.DataFrame:
+    """`aggregate_rollouts`' columns for 0/1 scores from each row's `n_rollouts`,
+    `n_errors` and `successes` (with 0/1 scores the rest follow from these three);
+    sample_id and multiplicity are carried when present."""
+    import polars as pl
+
+    n, c = pl.col("n_rollouts"), pl.col("successes")
+    scored = n > 0
     return counts.select(
-        pl.lit(width, dtype=pl.Int64).alias("n_rollouts"),
-        pl.lit(0, dtype=pl.Int64).alias("n_errors"),
-        c,
+        *(["sample_id"] if "sample_id" in counts.columns else []),
+        n.cast(pl.Int64),
+        pl.col("n_errors").cast(pl.Int64),
+        c.cast(pl.Int64),
         c.cast(pl.Float64).alias("score_sum"),
         c.cast(pl.Float64).alias("score_sq_sum"),
-        (c > 0).cast(pl.Float64).alias("best_score"),
-        (c == width).cast(pl.Float64).alias("worst_score"),
+        pl.when(scored).then((c > 0).cast(pl.Float64)).alias("best_score"),
+        pl.when(scored).then((c == n).cast(pl.Float64)).alias("worst_score"),
         pl.lit(0, dtype=pl.Int64).alias("partial"),
-        pl.col(MULTIPLICITY).cast(pl.Int64),
-    ).sort("successes")
+        *([pl.col(MULTIPLICITY).cast(pl.Int64)] if MULTIPLICITY in counts.columns else []),
+    )
 
 
 def compress_binary_aggregate(aggregated: pl.DataFrame) -> pl.DataFrame:

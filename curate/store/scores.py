@@ -160,9 +160,14 @@ def _aggregate_in_one_pass(path: Path, compress: bool = False) -> AggregatedScor
         if plan is None:
             return None
         rows, has_run_idx, manifest, store = plan
-        agg = _aggregate_dense(rows, has_run_idx, compress)
+        frame = rows.collect()
+        agg = _aggregate_dense(frame, has_run_idx, compress)
         if agg is None:
-            agg = _aggregate_hashed(rows, has_run_idx)
+            # Streamed from the file again rather than grouped from `frame`: holding the
+            # rows through the group-by costs ~200 MB more peak memory than the re-read
+            # costs time (1M x 8 rows in random order: 0.86 vs 1.07 GB, both ~1.5 s).
+            del frame
+            agg = _aggregate_hashed(rows, has_run_idx, compress)
         if agg is None:
             return None
         agg = _maybe_compress(agg, compress)
@@ -197,7 +202,7 @@ def _validated_score() -> pl.Expr:
 
 
 def _aggregate_dense(
-    rows: pl.LazyFrame, has_run_idx: bool, compress: bool = False
+    frame: pl.DataFrame, has_run_idx: bool, compress: bool = False
 ) -> pl.DataFrame | None:
     """Per-sample aggregates when the table is a dense matrix of S samples x W runs with
     no failed rollout, stored either sample-major (each sample's W rows together, as
@@ -209,7 +214,6 @@ def _aggregate_dense(
     """
     import polars as pl
 
-    frame = rows.collect()
     total = frame.height
     if total == 0:
         return None
@@ -360,22 +364,31 @@ def _run_major(frame: pl.DataFrame, first: pl.Series, has_run_idx: bool) -> pl.D
     return aggregate_run_blocks(ids, blocks)
 
 
-def _aggregate_hashed(rows: pl.LazyFrame, has_run_idx: bool) -> pl.DataFrame | None:
-    """Per-sample aggregates in one streaming hash group-by, any row order; the checks
-    ride along as per-sample counts. None when a check trips."""
+def _aggregate_hashed(
+    rows: pl.LazyFrame, has_run_idx: bool, compress: bool = False
+) -> pl.DataFrame | None:
+    """Per-sample aggregates in one streaming hash group-by, any row order; the checks ride along
+    as per-sample counts. None when a check trips. With `compress` and 0/1 scores only
+    the three counts the statistics need are grouped (a third less work)."""
     import polars as pl
 
-    from curate.stats.per_sample import aggregate_exprs
+    from curate.stats.per_sample import PASS_SCORE, aggregate_exprs, binary_aggregate
 
+    rows = rows.with_columns(_validated_score())
+    score = pl.col("score")
+    binary = compress and rows.select(((score == 0.0) | (score == 1.0)).all()).collect().item()
+    if binary:
+        exprs = [
+            score.count().cast(pl.Int64).alias("n_rollouts"),
+            pl.col("error").is_not_null().sum().cast(pl.Int64).alias("n_errors"),
+            (score >= PASS_SCORE).sum().cast(pl.Int64).alias("successes"),
+        ]
+    else:
+        exprs = aggregate_exprs()
     checks = [pl.len().alias("_rows"), _bad_row().sum().alias("_bad")]
     if has_run_idx:  # distinct (sample_id, run_idx) pairs, proved per sample
         checks.append(run_bits().sum().alias("_bits"))
-    agg = (
-        rows.with_columns(_validated_score())
-        .group_by("sample_id")
-        .agg(*aggregate_exprs(), *checks)
-        .collect()
-    )
+    agg = rows.group_by("sample_id").agg(*exprs, *checks).collect(engine="streaming")
     if agg.height == 0 or agg["sample_id"].null_count() or agg["_bad"].sum():
         return None
     if (
@@ -383,7 +396,8 @@ def _aggregate_hashed(rows: pl.LazyFrame, has_run_idx: bool) -> pl.DataFrame | N
         and not agg.select((pl.col("_bits").bitwise_count_ones() == pl.col("_rows")).all()).item()
     ):
         return None
-    return agg.drop("_rows", "_bad", "_bits", strict=False)
+    agg = agg.drop("_rows", "_bad", "_bits", strict=False)
+    return binary_aggregate(agg) if binary else agg
 
 
 def _one_pass_plan(

@@ -21,6 +21,7 @@ from curate.stats.per_sample import (
     MULTIPLICITY,
     aggregate_fixed_width,
     aggregate_run_blocks,
+    binary_aggregate,
     binary_counts_aggregate,
     compress_binary_aggregate,
     is_binary,
@@ -225,7 +226,7 @@ def test_dense_layouts_are_recognised(tmp_path: Path, layout: str, dense: bool) 
     plan = _one_pass_plan(path)
     assert plan is not None
     rows, has_run_idx, _, _ = plan
-    assert (_aggregate_dense(rows, has_run_idx) is not None) is dense
+    assert (_aggregate_dense(rows.collect(), has_run_idx) is not None) is dense
 
 
 def test_dense_aggregations_match_group_by() -> None:
@@ -268,7 +269,7 @@ def test_row_groups_that_split_blocks(tmp_path: Path, row_group_size: int) -> No
     plan = _one_pass_plan(path)
     assert plan is not None
     rows, has_run_idx, _, _ = plan
-    assert _aggregate_dense(rows, has_run_idx) is not None
+    assert _aggregate_dense(rows.collect(), has_run_idx) is not None
     check_same(path)
     # A second, different score for the last sample's run 2, in its own block's place.
     flipped = BASE.tail(2).head(1).with_columns((1.0 - pl.col("score")).alias("score"))
@@ -279,3 +280,15 @@ def test_row_groups_that_split_blocks(tmp_path: Path, row_group_size: int) -> No
     with pytest.raises(InputError) as got:
         load_aggregated(path, compress=True)
     assert str(got.value) == str(want.value)
+
+
+def test_binary_aggregate_from_the_three_counts() -> None:
+    """With 0/1 scores the aggregate follows from (n_rollouts, n_errors, successes),
+    also for a sample whose every rollout failed."""
+    frame = ERRORS.with_columns(
+        pl.when(pl.col("sample_id") == "s7").then(pl.lit("boom")).otherwise("error").alias("error")
+    ).with_columns(pl.when(pl.col("error").is_null()).then(pl.col("score")).alias("score"))
+    want = aggregate_rollouts(frame).sort("sample_id")
+    assert want.filter(pl.col("sample_id") == "s7")["n_rollouts"].item() == 0
+    got = binary_aggregate(want.select("sample_id", "n_rollouts", "n_errors", "successes"))
+    assert_frame_equal(got, want)
