@@ -126,21 +126,13 @@ def gate_curve(
             rows.append((g, value))
     else:
         # Partial credit: u(p) on the smoothed pass rate is the best we can extrapolate.
-        hist = _smoothed_rate_hist(scored)
+        hist = sorted(scored.group_by("smoothed_pass_rate").agg(pl.col(MULTIPLICITY).sum()).rows())
         for g in group_sizes:
             value = sum(w * gate_open_bernoulli(p, g) for p, w in hist) / max(total, 1)
             rows.append((g, value))
     return pl.DataFrame(
         rows, schema={"group_size": pl.Int64, "expected_open_fraction": pl.Float64}, orient="row"
     )
-
-
-def _smoothed_rate_hist(per_sample: pl.DataFrame) -> list[tuple[float, int]]:
-    """(smoothed pass rate, samples) over scored samples, sorted."""
-    import polars as pl
-
-    scored = with_multiplicity(per_sample.filter(pl.col("n_rollouts") > 0))
-    return sorted(scored.group_by("smoothed_pass_rate").agg(pl.col(MULTIPLICITY).sum()).rows())
 
 
 def rule_of_thumb(high_variance_fraction: float) -> str:

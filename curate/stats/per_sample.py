@@ -172,9 +172,8 @@ def compress_binary_aggregate(aggregated: pl.DataFrame) -> pl.DataFrame:
         raise ValueError("only 0/1 scores can be compressed: partial credit needs rollouts")
     keys = ["n_rollouts", "n_errors", "successes"]
     rest = [c for c in aggregated.columns if c not in (*keys, "sample_id", MULTIPLICITY)]
-    weight = with_multiplicity(aggregated)[MULTIPLICITY]
     return (
-        aggregated.with_columns(weight)
+        with_multiplicity(aggregated)
         .group_by(keys)
         .agg(*(pl.col(c).first() for c in rest), pl.col(MULTIPLICITY).sum())
         .select(*keys, *rest, MULTIPLICITY)
@@ -214,10 +213,13 @@ def pair_histogram(frame: pl.DataFrame, *, scored_only: bool = False) -> list[tu
     import polars as pl
 
     n, c = pl.col("n_rollouts"), pl.col("successes")
-    if MULTIPLICITY in frame.columns:  # compressed: few rows, each standing for many
-        hist = frame.group_by("n_rollouts", "successes").agg(pl.col(MULTIPLICITY).sum()).rows()
-    elif frame.height == 0 or frame.select(n.null_count() + c.null_count()).item():
-        hist = frame.group_by("n_rollouts", "successes").len().rows()
+    if (
+        MULTIPLICITY in frame.columns  # compressed: few rows, each standing for many
+        or frame.height == 0
+        or frame.select(n.null_count() + c.null_count()).item()
+    ):
+        weighted = with_multiplicity(frame)
+        hist = weighted.group_by("n_rollouts", "successes").agg(pl.col(MULTIPLICITY).sum()).rows()
     else:
         width = int(frame.select(n.max()).item()) + 1
         counts = frame.select((n.cast(pl.Int64) * width + c).alias("key"))["key"].value_counts()

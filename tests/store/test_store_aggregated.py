@@ -27,7 +27,13 @@ from curate.stats.per_sample import (
     is_binary,
 )
 from curate.store.run_dir import RolloutStore
-from curate.store.scores import _aggregate_dense, _one_pass_plan, load_aggregated, load_scores
+from curate.store.scores import (
+    _aggregate_dense,
+    _all_binary,
+    _one_pass_plan,
+    load_aggregated,
+    load_scores,
+)
 
 
 def scores(n: int = 30, k: int = 4, *, partial: bool = False, seed: int = 0) -> pl.DataFrame:
@@ -226,7 +232,8 @@ def test_dense_layouts_are_recognised(tmp_path: Path, layout: str, dense: bool) 
     plan = _one_pass_plan(path)
     assert plan is not None
     rows, has_run_idx, _, _ = plan
-    assert (_aggregate_dense(rows.collect(), has_run_idx) is not None) is dense
+    frame = rows.collect()
+    assert (_aggregate_dense(frame, has_run_idx, _all_binary(frame)) is not None) is dense
 
 
 def test_dense_aggregations_match_group_by() -> None:
@@ -269,7 +276,8 @@ def test_row_groups_that_split_blocks(tmp_path: Path, row_group_size: int) -> No
     plan = _one_pass_plan(path)
     assert plan is not None
     rows, has_run_idx, _, _ = plan
-    assert _aggregate_dense(rows.collect(), has_run_idx) is not None
+    frame = rows.collect()
+    assert _aggregate_dense(frame, has_run_idx, _all_binary(frame)) is not None
     check_same(path)
     # A second, different score for the last sample's run 2, in its own block's place.
     flipped = BASE.tail(2).head(1).with_columns((1.0 - pl.col("score")).alias("score"))
