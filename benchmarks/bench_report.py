@@ -15,7 +15,9 @@
 4. Times `curate --help` and checks that it imports no heavy library.
 5. The same work inside one process, reading included and start-up excluded: the
    span the reference times as its own `seconds`.
-6. For context, two floors that bound any speed-up: `curate report` on 100 samples
+6. The same report without the console script's fast exit (typer's app() directly, so
+   the interpreter tears down as usual), against the console script.
+7. For context, two floors that bound any speed-up: `curate report` on 100 samples
    (process start-up: interpreter, typer, polars), and a bare process that imports
    polars, reads the three columns of the big file and exits (what any Parquet-based
    tool pays before computing anything).
@@ -217,6 +219,16 @@ IN_PROCESS = (
 )
 
 
+# The same command through typer's app() instead of the console script's main(), so
+# the interpreter tears down as usual: the baseline for the console script's fast exit.
+WITH_TEARDOWN = "import sys; from curate.cli.app import app; sys.argv[0] = 'curate'; app()"
+
+
+def time_with_teardown(path: Path, repeat: int, work: Path) -> list[float]:
+    cmd = [sys.executable, "-c", WITH_TEARDOWN, "report", "--format", "json", str(path)]
+    return [measure(cmd, work / "teardown.json")["wall"] for _ in range(repeat)]
+
+
 def time_in_process(path: Path, repeat: int) -> list[float]:
     out = []
     for _ in range(repeat):
@@ -344,6 +356,7 @@ def main() -> int:
         floor_runs, _ = time_report(tiny, 3, work, label="start-up floor (100 samples)")
         read_floor = statistics.median(time_read_floor(path, 3, work))
         in_process = statistics.median(time_in_process(path, 3))
+        with_teardown = statistics.median(time_with_teardown(path, 3, work))
 
         print(f"curate --help ({args.help_repeat} runs) ...", flush=True)
         help_walls, heavy = time_help(args.help_repeat, work)
@@ -400,6 +413,10 @@ def main() -> int:
         f"{ref_inside / in_process:.0f}x"
     )
     print(
+        f"fast exit: the same report with the interpreter's usual teardown takes "
+        f"{with_teardown:.3f} s ({with_teardown / median:.2f}x the console script's {median:.3f} s)"
+    )
+    print(
         f"curate --help: median {help_median:.3f} s vs target {TARGET_HELP_S} s; "
         f"heavy imports: {', '.join(heavy) or 'none'}"
     )
@@ -445,6 +462,7 @@ def main() -> int:
                     "startup_floor_s": floor,
                     "read_floor_s": read_floor,
                     "in_process_s": in_process,
+                    "with_teardown_s": with_teardown,
                     "reference_in_process_s": ref_inside,
                     "in_process_speedup": ref_inside / in_process,
                     "shuffled": args.shuffle,

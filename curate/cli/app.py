@@ -60,8 +60,8 @@ _FAST_EXIT_COMMANDS = frozenset({"report", "plot", "filter", "allocate"})
 
 def main() -> None:
     """The console script. After an analysis command it skips interpreter teardown,
-    which frees every polars buffer and module one by one: 40-80 ms that a CI gate
-    would pay on each call for nothing."""
+    which frees every polars buffer and module one by one: time a CI gate would pay
+    on each call for nothing (benchmarks/bench_report.py prints how much)."""
     try:
         app()
     except SystemExit as exc:
