@@ -40,7 +40,8 @@ def analyze(
 
     `aggregate` is `aggregate_rollouts(rollouts)` when the caller already has it (the
     loader computes it in its reading pass); `rollouts` is then read only for
-    partial-credit scores.
+    partial-credit scores. A compressed aggregate (`load_aggregated(compress=True)`)
+    gives a compressed `per_sample`: one row per distinct statistics, no sample_id.
     """
     agg = aggregate_rollouts(rollouts) if aggregate is None else aggregate
     prior = fit_prior(agg)
