@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from curate.backends.base import Message, Mode
 from curate.errors import UsageError
+from curate.store.atomic import atomic_path
 
 if TYPE_CHECKING:
     import polars as pl
@@ -72,12 +73,18 @@ class ExportBatch:
     def has_prompts(self) -> bool:
         return self.chat_prompts is not None and self.answers is not None
 
+    @property
+    def conversational(self) -> bool:
+        """Whether `trainer_prompts` are message lists (else the completion-mode raw text)."""
+        return not (self.mode == "completion" and self.text_prompts is not None)
+
     def trainer_prompts(self) -> list[Any]:
-        """Prompts in the run's own form: message lists (chat) or raw text (completion)."""
+        """Prompts in the run's own form: {role, content} message lists (chat) or raw
+        text (completion)."""
         self.require_prompts("this format")
-        if self.mode == "completion" and self.text_prompts is not None:
-            return list(self.text_prompts)
-        return list(self.chat_prompts or [])
+        if self.conversational:
+            return [chat_messages(p) for p in self.chat_prompts or []]
+        return list(self.text_prompts or [])
 
     def require_prompts(self, what: str) -> None:
         if not self.has_prompts:
@@ -184,6 +191,15 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+def file_export(
+    output: Path, stack: ExitStack, fill: Callable[[Path], object], *, note: str | None = None
+) -> ExportResult:
+    """A one-file export: `fill` writes a temporary path entered on `stack`, which renames
+    it to `output` when it closes (together with every other file of the write)."""
+    fill(stack.enter_context(atomic_path(output)))
+    return ExportResult(paths=[output], notes=[] if note is None else [note])
 
 
 def write_jsonl_lines(records: Sequence[dict[str, Any]], path: Path) -> None:

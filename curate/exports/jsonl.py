@@ -5,14 +5,11 @@ from __future__ import annotations
 from contextlib import ExitStack
 from pathlib import Path
 
-from curate.exports.base import ExportBatch, ExportFormat, ExportResult
-from curate.store.atomic import atomic_path
+from curate.exports.base import ExportBatch, ExportFormat, ExportResult, file_export
 
 
 def write(batch: ExportBatch, output: Path, stack: ExitStack) -> ExportResult:
-    tmp = stack.enter_context(atomic_path(output))
-    batch.rows.write_ndjson(tmp)
-    return ExportResult(paths=[output])
+    return file_export(output, stack, batch.rows.write_ndjson)
 
 
 FORMAT = ExportFormat(

@@ -21,9 +21,9 @@ from curate.exports.base import (
     ExportFormat,
     ExportResult,
     chat_messages,
+    file_export,
     write_jsonl_lines,
 )
-from curate.store.atomic import atomic_path
 
 ANSWER_KEY = "reference_answer"
 
@@ -48,14 +48,12 @@ def rft_records(batch: ExportBatch) -> list[dict[str, Any]]:
 
 def write(batch: ExportBatch, output: Path, stack: ExitStack) -> ExportResult:
     records = rft_records(batch)
-    tmp = stack.enter_context(atomic_path(output))
-    write_jsonl_lines(records, tmp)
-    return ExportResult(
-        paths=[output],
-        notes=[
-            "openai-rft: graders read the answer as {{ item." + ANSWER_KEY + " }} "
-            "and the model's reply as {{ sample.output_text }}"
-        ],
+    return file_export(
+        output,
+        stack,
+        lambda tmp: write_jsonl_lines(records, tmp),
+        note="openai-rft: graders read the answer as {{ item." + ANSWER_KEY + " }} "
+        "and the model's reply as {{ sample.output_text }}",
     )
 
 

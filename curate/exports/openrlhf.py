@@ -25,30 +25,24 @@ from curate.exports.base import (
     ExportBatch,
     ExportFormat,
     ExportResult,
-    chat_messages,
+    file_export,
     write_jsonl_lines,
 )
-from curate.store.atomic import atomic_path
 
 INPUT_KEY = "input"
 LABEL_KEY = "label"
 DATASOURCE_KEY = "datasource"
 
 
-def is_chat(batch: ExportBatch) -> bool:
-    return batch.mode == "chat" or batch.text_prompts is None
-
-
 def trainer_flags(batch: ExportBatch) -> str:
     """The OpenRLHF options that read this file."""
     flags = f"--input_key {INPUT_KEY} --label_key {LABEL_KEY}"
-    return f"{flags} --apply_chat_template" if is_chat(batch) else flags
+    return f"{flags} --apply_chat_template" if batch.conversational else flags
 
 
 def openrlhf_records(batch: ExportBatch) -> list[dict[str, Any]]:
     batch.require_prompts("--format openrlhf")
     assert batch.answers is not None
-    chat = is_chat(batch)
     records = []
     for prompt, answer, source, sid, extra in zip(
         batch.trainer_prompts(),
@@ -60,7 +54,7 @@ def openrlhf_records(batch: ExportBatch) -> list[dict[str, Any]]:
     ):
         records.append(
             {
-                INPUT_KEY: chat_messages(prompt) if chat else prompt,
+                INPUT_KEY: prompt,
                 LABEL_KEY: answer,
                 DATASOURCE_KEY: source,
                 "sample_id": sid,
@@ -72,11 +66,11 @@ def openrlhf_records(batch: ExportBatch) -> list[dict[str, Any]]:
 
 def write(batch: ExportBatch, output: Path, stack: ExitStack) -> ExportResult:
     records = openrlhf_records(batch)
-    tmp = stack.enter_context(atomic_path(output))
-    write_jsonl_lines(records, tmp)
-    return ExportResult(
-        paths=[output],
-        notes=[f"openrlhf: --prompt_data {output} {trainer_flags(batch)}"],
+    return file_export(
+        output,
+        stack,
+        lambda tmp: write_jsonl_lines(records, tmp),
+        note=f"openrlhf: --prompt_data {output} {trainer_flags(batch)}",
     )
 
 

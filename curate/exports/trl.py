@@ -27,7 +27,6 @@ from curate.exports.base import (
     ExportBatch,
     ExportFormat,
     ExportResult,
-    chat_messages,
 )
 from curate.store.atomic import atomic_dir, atomic_path
 
@@ -45,10 +44,10 @@ def trl_columns(batch: ExportBatch) -> dict[str, list[Any]]:
     """Column name -> values, in the order written."""
     batch.require_prompts("--format trl")
     assert batch.answers is not None
-    prompts = batch.trainer_prompts()
-    if batch.mode == "chat" or batch.text_prompts is None:
-        prompts = [chat_messages(p) for p in prompts]
-    columns: dict[str, list[Any]] = {"prompt": prompts, SOLUTION: list(batch.answers)}
+    columns: dict[str, list[Any]] = {
+        "prompt": batch.trainer_prompts(),
+        SOLUTION: list(batch.answers),
+    }
     extras = batch.extra_columns()
     own = batch.answer_field
     if own and "." not in own and own not in {"prompt", SOLUTION, "sample_id", *extras}:
@@ -75,8 +74,7 @@ def trl_dataset(batch: ExportBatch) -> Any:
     features: dict[str, Any] = {}
     for name in columns:
         if name == "prompt":
-            conversational = batch.mode == "chat" or batch.text_prompts is None
-            features[name] = [{"role": text, "content": text}] if conversational else text
+            features[name] = [{"role": text, "content": text}] if batch.conversational else text
         elif name in extra:
             features[name] = datasets.Value(kinds[extra[name]])
         else:

@@ -26,8 +26,8 @@ from curate.exports.base import (
     ExportFormat,
     ExportResult,
     chat_messages,
+    file_export,
 )
-from curate.store.atomic import atomic_path
 
 if TYPE_CHECKING:
     import polars as pl
@@ -105,14 +105,12 @@ def _struct_fields(rows: pl.DataFrame, column: str) -> dict[str, pl.DataType]:
 
 def write(batch: ExportBatch, output: Path, stack: ExitStack) -> ExportResult:
     frame = verl_frame(batch)
-    tmp = stack.enter_context(atomic_path(output))
-    frame.write_parquet(tmp)
-    return ExportResult(
-        paths=[output],
-        notes=[
-            f"verl: data.train_files={output} data.prompt_key=prompt "
-            "(reward_model.ground_truth is the reference; data_source picks the reward function)"
-        ],
+    return file_export(
+        output,
+        stack,
+        frame.write_parquet,
+        note=f"verl: data.train_files={output} data.prompt_key=prompt "
+        "(reward_model.ground_truth is the reference; data_source picks the reward function)",
     )
 
 

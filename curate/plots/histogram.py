@@ -32,6 +32,9 @@ _EPS = 1e-9
 # Spike bars sit outside [0, 1], this wide and this far from the interior bars.
 _SPIKE_WIDTH = 0.06
 _SPIKE_GAP = 0.035
+# Centres of the 0 and 1 spike bars, which also carry the '= 0' and '= 1' ticks.
+_ZERO_X = -_SPIKE_GAP - _SPIKE_WIDTH / 2
+_ONE_X = 1 + _SPIKE_GAP + _SPIKE_WIDTH / 2
 # With at most this many distinct values strictly between 0 and 1 (e.g. k/8 for 8 rollouts),
 # each value gets its own bar: equal-width bins would alias them into a comb with gaps.
 _MAX_DISCRETE = 40
@@ -77,14 +80,14 @@ def histogram_figure(
     ax = fig.add_subplot()
     inner_bars, inner_counts = _draw_inner(ax, inner, bins)
     left = ax.bar(
-        -_SPIKE_GAP - _SPIKE_WIDTH / 2,
+        _ZERO_X,
         n_zero,
         width=_SPIKE_WIDTH,
         color=CATEGORY_STRONG["always_incorrect"],
         label=f"{name} = 0 (always wrong): {n_zero:,} ({share(n_zero, n)})",
     )
     right = ax.bar(
-        1 + _SPIKE_GAP + _SPIKE_WIDTH / 2,
+        _ONE_X,
         n_one,
         width=_SPIKE_WIDTH,
         color=CATEGORY_STRONG["always_correct"],
@@ -157,8 +160,7 @@ def _style_axes(ax: Axes, name: str, *, top: float, log: bool) -> None:
     ax.set_xlim(lo - 0.02, hi + 0.02)
     # The spikes carry the 0 and 1 ticks; the interior gets the in-between ones only, so the
     # two '0' labels cannot crowd each other.
-    ticks = [-_SPIKE_GAP - _SPIKE_WIDTH / 2, 0.2, 0.4, 0.6, 0.8, 1 + _SPIKE_GAP + _SPIKE_WIDTH / 2]
-    ax.set_xticks(ticks, ["= 0", "0.2", "0.4", "0.6", "0.8", "= 1"])
+    ax.set_xticks([_ZERO_X, 0.2, 0.4, 0.6, 0.8, _ONE_X], ["= 0", "0.2", "0.4", "0.6", "0.8", "= 1"])
     for x in (-_SPIKE_GAP / 2, 1 + _SPIKE_GAP / 2):
         ax.axvline(x, color="#999999", linewidth=0.8, linestyle=":")
     ax.set_xlabel(name)
