@@ -1,11 +1,19 @@
-"""The timing loop the eval benchmarks share: warm both sides up, then time them in
-alternating order and compare medians."""
+"""What the eval benchmarks share: their workload, the timed curate side, and the
+timing loop (warm both sides up, then time them in alternating order and compare medians)."""
 
 from __future__ import annotations
 
 import statistics
 import sys
+import tempfile
+import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from curate.backends.base import Backend, Prompt, SamplingConfig
+    from curate.engine.runner import EvalResult
 
 Timer = Callable[[], float]  # runs the workload once, returns its wall time in seconds
 
@@ -39,3 +47,56 @@ def verdict(missed: bool, no_check: bool, failure: str) -> int:
         print(f"FAIL: {failure}", file=sys.stderr)
         return 1
     return 0
+
+
+def load_workload(data: str, limit: int | None = None) -> tuple[dict[str, Prompt], dict[str, Any]]:
+    """(chat prompt, reference) by sample id for the first `limit` samples of `data`."""
+    from curate.data.samples import assign_ids, build_prompts, load_dataset, resolve_fields
+
+    frame = load_dataset(data, limit=limit)
+    fields = resolve_fields(frame)
+    frame = assign_ids(frame, fields)
+    ids = frame["sample_id"].to_list()
+    prompts = dict(zip(ids, build_prompts(frame, fields, "chat"), strict=True))
+    refs = dict(zip(ids, frame[fields.answer_field].to_list(), strict=True))
+    return prompts, refs
+
+
+def timed_eval(
+    backend: Backend,
+    prompts: dict[str, Prompt],
+    refs: dict[str, Any],
+    runs: int,
+    sampling: SamplingConfig,
+    *,
+    seed: int = 0,
+    chunk_size: int | None = None,
+) -> tuple[float, EvalResult]:
+    """(seconds, result) of one chat-mode `run_eval` (numeric grader) into a fresh run
+    directory, with every rollout checked to be stored; chunk_size None: the default."""
+    from curate.engine.runner import DEFAULT_CHUNK_SIZE, run_eval
+    from curate.graders import get_grader
+    from curate.store.run_dir import RolloutStore
+
+    rollouts = len(prompts) * runs
+    grader = get_grader("numeric")
+    with tempfile.TemporaryDirectory() as tmp:
+        store = RolloutStore(Path(tmp) / "run")
+        start = time.perf_counter()
+        result = run_eval(
+            store,
+            backend=backend,
+            grader=grader,
+            prompts=prompts,
+            references=refs,
+            runs=runs,
+            sampling=sampling,
+            mode="chat",
+            seed=seed,
+            chunk_size=chunk_size or DEFAULT_CHUNK_SIZE,
+        )
+        elapsed = time.perf_counter() - start
+        assert result.rollouts == rollouts, result
+        assert store.rollouts(["sample_id", "run_idx"]).height == rollouts
+    grader.close()
+    return elapsed, result

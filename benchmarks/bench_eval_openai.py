@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _timing import alternate, medians, verdict
+from _timing import alternate, load_workload, medians, timed_eval, verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -51,14 +51,7 @@ def main() -> int:
     parser.add_argument("--no-check", action="store_true")
     args = parser.parse_args()
 
-    from curate.data.samples import assign_ids, build_prompts, load_dataset, resolve_fields
-
-    frame = load_dataset(args.data, limit=args.limit)
-    fields = resolve_fields(frame)
-    frame = assign_ids(frame, fields)
-    ids = frame["sample_id"].to_list()
-    prompts = dict(zip(ids, build_prompts(frame, fields, "chat"), strict=True))
-    refs = dict(zip(ids, frame[fields.answer_field].to_list(), strict=True))
+    prompts, refs = load_workload(args.data, limit=args.limit)
 
     if args.base_url:
         return run(args, args.base_url, prompts, refs)
@@ -80,40 +73,18 @@ def run(
 ) -> int:
     from curate.backends.base import SamplingConfig
     from curate.backends.openai_api import open_openai
-    from curate.engine.runner import run_eval
     from curate.engine.seeds import derive_seed
-    from curate.graders import get_grader
-    from curate.store.run_dir import RolloutStore
 
     sampling = SamplingConfig(temperature=1.0, top_p=1.0, max_tokens=args.max_tokens)
     rollouts = len(prompts) * args.runs
     seeds = {sid: derive_seed(0, sid, 0) for sid in prompts}
 
     def curate() -> float:
-        grader = get_grader("numeric")
-        with (
-            tempfile.TemporaryDirectory() as tmp,
-            open_openai(
-                args.model, seed=0, base_url=base_url, concurrency=args.concurrency
-            ) as backend,
-        ):
-            store = RolloutStore(Path(tmp) / "run")
-            start = time.perf_counter()
-            result = run_eval(
-                store,
-                backend=backend,
-                grader=grader,
-                prompts=prompts,
-                references=refs,
-                runs=args.runs,
-                sampling=sampling,
-                mode="chat",
-                seed=0,
-            )
-            elapsed = time.perf_counter() - start
-            assert result.rollouts == rollouts and result.errors == 0, result
-            assert store.rollouts(["sample_id", "run_idx"]).height == rollouts
-        grader.close()
+        with open_openai(
+            args.model, seed=0, base_url=base_url, concurrency=args.concurrency
+        ) as backend:
+            elapsed, result = timed_eval(backend, prompts, refs, args.runs, sampling)
+        assert result.errors == 0, result
         return elapsed
 
     def bare() -> float:

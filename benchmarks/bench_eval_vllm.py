@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from _timing import alternate, medians, verdict
+from _timing import alternate, load_workload, medians, timed_eval, verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,23 +34,14 @@ def main() -> int:
     parser.add_argument("--no-check", action="store_true")
     args = parser.parse_args()
 
-    from vllm import SamplingParams
-
     from curate.backends.base import SamplingConfig
-    from curate.backends.vllm_local import open_vllm
-    from curate.data.samples import assign_ids, build_prompts, load_dataset, resolve_fields
-    from curate.engine.runner import DEFAULT_CHUNK_SIZE, run_eval
+    from curate.backends.vllm_local import open_vllm, sampling_params
+    from curate.engine.runner import DEFAULT_CHUNK_SIZE
     from curate.engine.seeds import derive_seed
-    from curate.graders import get_grader
-    from curate.store.run_dir import RolloutStore
 
-    frame = load_dataset(args.data)
-    fields = resolve_fields(frame)
-    frame = assign_ids(frame, fields)
-    prompts_list = build_prompts(frame, fields, "chat")
-    ids = frame["sample_id"].to_list()
-    prompts = dict(zip(ids, prompts_list, strict=True))
-    refs = dict(zip(ids, frame[fields.answer_field].to_list(), strict=True))
+    prompts, refs = load_workload(args.data)
+    ids = list(prompts)
+    prompts_list = list(prompts.values())
     sampling = SamplingConfig(temperature=1.0, top_p=1.0, max_tokens=args.max_tokens)
     seed = 0
     chunk = args.chunk_size or DEFAULT_CHUNK_SIZE
@@ -61,16 +51,7 @@ def main() -> int:
     with open_vllm(args.model, seed=seed) as backend:
         startup = time.perf_counter() - t0
         llm = backend._llm  # the same engine for the bare baseline
-        params = [
-            SamplingParams(
-                n=args.runs,
-                temperature=sampling.temperature,
-                top_p=sampling.top_p,
-                max_tokens=sampling.max_tokens,
-                seed=derive_seed(seed, sid, 0),
-            )
-            for sid in ids
-        ]
+        params = [sampling_params(sampling, args.runs, derive_seed(seed, sid, 0)) for sid in ids]
 
         def bare() -> float:
             start = time.perf_counter()
@@ -79,27 +60,9 @@ def main() -> int:
             return time.perf_counter() - start
 
         def curate() -> float:
-            grader = get_grader("numeric")
-            with tempfile.TemporaryDirectory() as tmp:
-                store = RolloutStore(Path(tmp) / "run")
-                start = time.perf_counter()
-                result = run_eval(
-                    store,
-                    backend=backend,
-                    grader=grader,
-                    prompts=prompts,
-                    references=refs,
-                    runs=args.runs,
-                    sampling=sampling,
-                    mode="chat",
-                    seed=seed,
-                    chunk_size=chunk,
-                )
-                elapsed = time.perf_counter() - start
-                assert result.rollouts == rollouts
-                assert store.rollouts(["sample_id", "run_idx"]).height == rollouts
-            grader.close()
-            return elapsed
+            return timed_eval(
+                backend, prompts, refs, args.runs, sampling, seed=seed, chunk_size=chunk
+            )[0]
 
         bare_t, cur_t = alternate(bare, curate, args.repeat)
 

@@ -57,7 +57,8 @@ class FakeBackend:
             if error is not None:
                 out.append([Generation(text=None, error=error) for _ in range(req.n)])
                 continue
-            answer, rate = self.answers.get(prompt_text(req.prompt), ("?", 0.0))
+            prompt = prompt_text(req.prompt)
+            answer, rate = self.answers.get(prompt, ("?", 0.0))
             rng = random.Random(req.seed)
             gens = []
             for _ in range(req.n):
@@ -66,7 +67,7 @@ class FakeBackend:
                     Generation(
                         text=answer if ok else f"{answer}9",
                         finish_reason="stop",
-                        prompt_tokens=len(prompt_text(req.prompt)),
+                        prompt_tokens=len(prompt),
                         completion_tokens=len(answer),
                     )
                 )

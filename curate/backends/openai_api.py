@@ -398,7 +398,8 @@ def completion_token_split(
     """Per-choice completion tokens from a request's total: a choice cut at the length
     limit used max_tokens; the rest share what is left by text length."""
     long = [i for i, f in enumerate(finish) if f == "length"]
-    rest = [i for i in range(len(texts)) if i not in set(long)]
+    is_long = set(long)
+    rest = [i for i in range(len(texts)) if i not in is_long]
     if long and rest and len(long) * max_tokens <= total:
         out = [0] * len(texts)
         for i in long:
@@ -477,9 +478,14 @@ def parse_body(content: bytes, mode: Mode) -> tuple[list[_Choice], int | None, i
 
 
 @dataclass
-class _Handle:
-    """How the consumer reaches one `stream` call's loop (to cancel it)."""
+class _Call:
+    """One `stream` call: what it asks for, the queue its results go to, and how the
+    consumer reaches its loop (to cancel it)."""
 
+    requests: list[GenerationRequest]
+    sampling: SamplingConfig
+    mode: Mode
+    results: queue.Queue[tuple[str, Any]] = field(default_factory=queue.Queue)
     started: threading.Event = field(default_factory=threading.Event)
     loop: asyncio.AbstractEventLoop | None = None
     task: asyncio.Task[Any] | None = None
@@ -541,22 +547,18 @@ class OpenAIBackend:
         loop if abandoned."""
         if not requests:
             return
-        results: queue.Queue[tuple[str, Any]] = queue.Queue()
-        handle = _Handle()
+        call = _Call(list(requests), sampling, mode)
         thread = threading.Thread(
-            target=self._thread_main,
-            args=(handle, list(requests), sampling, mode, results),
-            name="curate-openai",
-            daemon=True,
+            target=self._thread_main, args=(call,), name="curate-openai", daemon=True
         )
         thread.start()
         try:
             while True:
                 try:
                     # A timeout keeps Ctrl-C responsive in the consuming thread.
-                    kind, payload = results.get(timeout=0.5)
+                    kind, payload = call.results.get(timeout=0.5)
                 except queue.Empty:
-                    if not thread.is_alive() and results.empty():
+                    if not thread.is_alive() and call.results.empty():
                         raise RunError("the openai backend's worker thread stopped") from None
                     yield None  # a heartbeat: lets the engine flush what it holds
                     continue
@@ -567,50 +569,36 @@ class OpenAIBackend:
                 else:
                     return
         finally:
-            self._stop(handle, thread)
+            self._stop(call, thread)
 
     @staticmethod
-    def _stop(handle: _Handle, thread: threading.Thread) -> None:
-        if thread.is_alive() and handle.started.wait(timeout=5):
-            loop, task = handle.loop, handle.task
+    def _stop(call: _Call, thread: threading.Thread) -> None:
+        if thread.is_alive() and call.started.wait(timeout=5):
+            loop, task = call.loop, call.task
             if loop is not None and task is not None:
                 with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
                     loop.call_soon_threadsafe(task.cancel)
         thread.join(timeout=30)
 
-    def _thread_main(
-        self,
-        handle: _Handle,
-        requests: list[GenerationRequest],
-        sampling: SamplingConfig,
-        mode: Mode,
-        results: queue.Queue[tuple[str, Any]],
-    ) -> None:
+    def _thread_main(self, call: _Call) -> None:
         try:
-            asyncio.run(self._main(handle, requests, sampling, mode, results))
-            results.put(("done", None))
+            asyncio.run(self._main(call))
+            call.results.put(("done", None))
         except CurateError as exc:
-            results.put(("error", exc))
+            call.results.put(("error", exc))
         except asyncio.CancelledError:
-            results.put(("error", RunError("generation was cancelled")))
+            call.results.put(("error", RunError("generation was cancelled")))
         except BaseException as exc:  # anything else: one scrubbed line, never the key
             first = self.scrub(str(exc) or type(exc).__name__)
             error = RunError(f"openai backend failed: {type(exc).__name__}: {first}")
-            results.put(("error", error))
+            call.results.put(("error", error))
         finally:
-            handle.started.set()
+            call.started.set()
 
-    async def _main(
-        self,
-        handle: _Handle,
-        requests: list[GenerationRequest],
-        sampling: SamplingConfig,
-        mode: Mode,
-        results: queue.Queue[tuple[str, Any]],
-    ) -> None:
-        handle.loop = asyncio.get_running_loop()
-        handle.task = asyncio.current_task()
-        handle.started.set()
+    async def _main(self, call: _Call) -> None:
+        call.loop = asyncio.get_running_loop()
+        call.task = asyncio.current_task()
+        call.started.set()
         cfg = self.config
         pool = _http_client(cfg)
         client = openai.AsyncOpenAI(
@@ -621,8 +609,7 @@ class OpenAIBackend:
             http_client=pool,
         )
         try:
-            run = _Run(self, client, sampling, mode, results)
-            await run.execute(requests)
+            await _Run(self, client, call).execute(call.requests)
         finally:
             with contextlib.suppress(Exception):
                 await client.close()
@@ -657,21 +644,13 @@ def _http_client(cfg: ClientConfig) -> Any:
 class _Run:
     """One `stream` call on the background loop: workers, pacing, retries."""
 
-    def __init__(
-        self,
-        backend: OpenAIBackend,
-        client: openai.AsyncOpenAI,
-        sampling: SamplingConfig,
-        mode: Mode,
-        results: queue.Queue[tuple[str, Any]],
-    ) -> None:
+    def __init__(self, backend: OpenAIBackend, client: openai.AsyncOpenAI, call: _Call) -> None:
         self.b = backend
         self.cfg = backend.config
         self.stats = backend.stats
-        self.client = client
-        self.sampling = sampling
-        self.mode = mode
-        self.results = results
+        self.sampling = call.sampling
+        self.mode = call.mode
+        self.results = call.results
         self.limiter = AdaptiveConcurrency(self.cfg.concurrency)
         rpm, tpm = self.cfg.requests_per_minute, self.cfg.tokens_per_minute
         self.rpm = TokenBucket(rpm) if rpm else None
@@ -680,7 +659,7 @@ class _Run:
         self.rng = random.Random()
         self.endpoint = (
             client.chat.completions.with_raw_response
-            if mode == "chat"
+            if self.mode == "chat"
             else client.completions.with_raw_response
         )
 
@@ -864,7 +843,7 @@ class _Run:
         """One HTTP attempt, parsed; raises _Retryable or _Rejected."""
         kwargs = self._body(prompt, n, seed)
         estimate = prompt_chars(prompt) / 4 + n * self.sampling.max_tokens
-        sent_at = await self.limiter.acquire()
+        await self.limiter.acquire()
         try:
             if self.rpm is not None:
                 self.stats.rate_limit_wait_s += await self.rpm.take(1)

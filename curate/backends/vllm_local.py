@@ -70,6 +70,18 @@ def _on_cpu() -> bool:
         return False
 
 
+def sampling_params(sampling: SamplingConfig, n: int, seed: int | None) -> vllm.SamplingParams:
+    """The engine's settings for `n` completions of one prompt."""
+    return vllm.SamplingParams(
+        n=n,
+        temperature=sampling.temperature,
+        top_p=sampling.top_p,
+        max_tokens=sampling.max_tokens,
+        stop=list(sampling.stop) or None,
+        seed=seed,
+    )
+
+
 class VLLMBackend:
     """Wraps one `vllm.LLM`; build it with `open_vllm`."""
 
@@ -92,30 +104,12 @@ class VLLMBackend:
     def generate(
         self, requests: Sequence[GenerationRequest], sampling: SamplingConfig, mode: Mode
     ) -> list[list[Generation]]:
-        from vllm import SamplingParams
-
         if not requests:
             return []
-        params = [
-            SamplingParams(
-                n=req.n,
-                temperature=sampling.temperature,
-                top_p=sampling.top_p,
-                max_tokens=sampling.max_tokens,
-                stop=list(sampling.stop) or None,
-                seed=req.seed,
-            )
-            for req in requests
-        ]
+        params = [sampling_params(sampling, req.n, req.seed) for req in requests]
+        run = self._llm.chat if mode == "chat" else self._llm.generate
         start = time.perf_counter()
-        if mode == "chat":
-            outputs = self._llm.chat(
-                [req.prompt for req in requests], sampling_params=params, use_tqdm=False
-            )
-        else:
-            outputs = self._llm.generate(
-                [req.prompt for req in requests], sampling_params=params, use_tqdm=False
-            )
+        outputs = run([req.prompt for req in requests], sampling_params=params, use_tqdm=False)
         # Offline batches have no per-request latency; record the batch's share.
         per_rollout = (time.perf_counter() - start) / max(1, sum(r.n for r in requests))
         results: list[list[Generation]] = []
@@ -162,13 +156,14 @@ def open_vllm(
         "trust_remote_code": trust_remote_code,
         "seed": seed,
     }
+    on_cpu = _on_cpu()
     if kv_cache_memory_gb is not None:
         kwargs["kv_cache_memory_bytes"] = int(kv_cache_memory_gb * (1 << 30))
     elif gpu_memory_utilization is not None:
         kwargs["gpu_memory_utilization"] = gpu_memory_utilization
-    elif _on_cpu():
+    elif on_cpu:
         kwargs["kv_cache_memory_bytes"] = CPU_KV_CACHE_BYTES
-    if _on_cpu():
+    if on_cpu:
         kwargs.update(cpu_batch_limits(model, max_model_len))
     if max_model_len is not None:
         kwargs["max_model_len"] = max_model_len

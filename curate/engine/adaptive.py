@@ -27,11 +27,11 @@ import heapq
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from curate.engine.progress import NullProgress, OutcomeTally, Progress
-from curate.engine.runner import DEFAULT_CHUNK_SIZE, EvalResult, run_eval
+from curate.engine.runner import DEFAULT_CHUNK_SIZE, EvalResult, run_eval, stored_outcomes
 from curate.errors import UsageError
 from curate.stats.estimators import BetaPrior, fit_beta_prior
 
@@ -131,13 +131,8 @@ class AdaptivePolicy:
             raise UsageError("an adaptive run needs --max-runs or --budget (else it never ends)")
 
     def params(self) -> dict[str, Any]:
-        """For the manifest."""
-        return {
-            "round_size": self.round_size,
-            "max_runs": self.max_runs,
-            "budget": self.budget,
-            "balanced": self.balanced,
-        }
+        """For the manifest: the fields above, by name."""
+        return asdict(self)
 
     # -- per-sample rules --------------------------------------------------
     def needs(self, state: SampleState) -> tuple[int, int]:
@@ -480,20 +475,17 @@ def run_adaptive(
     shown = _RoundsProgress(progress or NullProgress(), cap_total)
     result = AdaptiveResult(params=policy.params(), samples=len(ids))
     stalled: set[str] = set()
+    # Scored rollouts per sample before the last round, when that round had errors.
+    check: dict[str, int] = {}
     start = time.perf_counter()
-    first = True
     try:
         while True:
-            stored = (
-                store.rollouts(["sample_id", "run_idx", "score", "error"])
-                if store.shard_paths()
-                else None
-            )
+            stored = stored_outcomes(store)
             now = state_from_store(stored, ids)
-            if first:
+            stalled.update(sid for sid, n in check.items() if now.states[sid].n <= n)
+            if result.rounds == 0:
                 result.skipped = now.spent
                 shown.stored = now.spent
-                first = False
             pool = {sid: st for sid, st in now.states.items() if sid not in stalled}
             plan = policy.next_round(pool, spent=now.spent)
             result.spent = now.spent
@@ -523,11 +515,7 @@ def run_adaptive(
             result.errors += res.errors
             result.truncated += res.truncated
             result.shards += res.shards
-            if res.errors:
-                after = state_from_store(
-                    store.rollouts(["sample_id", "run_idx", "score", "error"]), list(plan)
-                )
-                stalled.update(sid for sid in plan if after.states[sid].n <= before[sid])
+            check = before if res.errors else {}
     finally:
         if shown.started:
             shown.inner.finish()

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 DEFAULT_CHUNK_SIZE = 512
 # A streaming backend's finished rollouts reach disk at least this often.
 FLUSH_SECONDS = 2.0
+# What planning needs of the stored rollouts.
+OUTCOME_COLUMNS = ("sample_id", "run_idx", "score", "error")
 
 
 @dataclass
@@ -50,6 +52,11 @@ def target_runs(runs: int | Mapping[str, int], sample_id: str) -> int:
     if isinstance(runs, int):
         return runs
     return int(runs.get(sample_id, 0))
+
+
+def stored_outcomes(store: RolloutStore) -> pl.DataFrame | None:
+    """The store's de-duplicated rollouts (OUTCOME_COLUMNS); None before the first shard."""
+    return store.rollouts(list(OUTCOME_COLUMNS)) if store.shard_paths() else None
 
 
 def plan_requests(
@@ -246,24 +253,18 @@ def run_eval(
     import polars as pl
 
     progress = progress or NullProgress()
-    if stored is not None:
-        existing: pl.DataFrame | None = stored
-    else:
-        existing = (
-            store.rollouts(["sample_id", "run_idx", "score", "error"])
-            if store.shard_paths()
-            else None
-        )
+    existing = stored if stored is not None else stored_outcomes(store)
     done: set[tuple[str, int]] = set()
     tally = OutcomeTally()
     if existing is not None and existing.height:
         scored = existing.filter(
             pl.col("error").is_null() & pl.col("sample_id").is_in(list(prompts))
         )
-        done = set(zip(scored["sample_id"].to_list(), scored["run_idx"].to_list(), strict=True))
+        sids, run_idxs = scored["sample_id"].to_list(), scored["run_idx"].to_list()
+        done = set(zip(sids, run_idxs, strict=True))
         tally.add_many(
             (s, v)
-            for s, r, v in zip(scored["sample_id"], scored["run_idx"], scored["score"], strict=True)
+            for s, r, v in zip(sids, run_idxs, scored["score"].to_list(), strict=True)
             if r < target_runs(runs, s)
         )
     requests = plan_requests(prompts, runs, done, seed)
