@@ -75,11 +75,11 @@ class PlainProgress:
 
     def __init__(self, every_s: float = 10.0) -> None:
         self.every_s = every_s
-        self.total = self.done = self.errors = 0
+        self.total = self.done = self.errors = self.stored = 0
         self._t0 = self._last = 0.0
 
     def start(self, total: int, done: int, tally: OutcomeTally) -> None:
-        self.total, self.done = total, done
+        self.total, self.done, self.stored = total, done, done
         self._t0 = self._last = time.monotonic()
         print(f"eval: {done}/{total} rollouts already stored", file=sys.stderr)
 
@@ -89,15 +89,13 @@ class PlainProgress:
         now = time.monotonic()
         if now - self._last >= self.every_s or self.done >= self.total:
             self._last = now
-            rate = self.done_since_start() / max(now - self._t0, 1e-9)
+            # Rollouts this run generated: a resumed run's stored ones took no time here.
+            rate = (self.done - self.stored) / max(now - self._t0, 1e-9)
             print(
                 f"eval: {self.done}/{self.total} rollouts, {rate:.1f}/s, "
                 f"{self.errors} errors; {tally.line()}",
                 file=sys.stderr,
             )
-
-    def done_since_start(self) -> int:
-        return self.done
 
     def finish(self) -> None:
         pass
