@@ -1,11 +1,25 @@
-"""Shared fixtures: the real vLLM engine on the bundled tiny model, one per session."""
+"""Shared helpers and fixtures: the bundled data, long-format rollout frames, in-process
+`curate` runs (`cli`), fake-backend eval options, chat-mode evals on a real backend, and
+the real vLLM engine (one per session)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import polars as pl
 import pytest
+from typer.testing import CliRunner
+
+from curate.backends.base import SamplingConfig
+from curate.cli.app import app
+from curate.data.samples import assign_ids, build_prompts, load_dataset, resolve_fields
+from curate.engine.evaluate import EvalOptions
+from curate.engine.runner import EvalResult, run_eval
+from curate.graders import get_grader
+from curate.store.run_dir import RolloutStore
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_MODEL = ROOT / "sample_data" / "tiny-math"
@@ -32,6 +46,122 @@ JSON_CONTRACT_KEYS = frozenset(
 ARITHMETIC = ROOT / "sample_data" / "arithmetic.jsonl"
 # Small KV cache: the session engine and a subprocess engine may run side by side.
 TEST_ENGINE_OPTIONS = {"kv_cache_memory_gb": 0.25}
+
+ROLLOUT_SCHEMA = {
+    "sample_id": pl.String,
+    "run_idx": pl.Int32,
+    "score": pl.Float64,
+    "error": pl.String,
+}
+
+
+def rollout_frame(rows: Sequence[tuple[str, int, float | None, str | None]]) -> pl.DataFrame:
+    """Rows (sample_id, run_idx, score, error) -> a long-format rollout frame."""
+    return pl.DataFrame(rows, schema=ROLLOUT_SCHEMA, orient="row")
+
+
+def long_frame(samples: Mapping[str, Sequence[float | None]]) -> pl.DataFrame:
+    """{sample_id: [score, ...]} -> a long-format rollout frame with run_idx 0, 1, ...;
+    a None score is a failed rollout (error "timeout", no score)."""
+    return rollout_frame(
+        [
+            (sid, i, None if score is None else float(score), "timeout" if score is None else None)
+            for sid, scores in samples.items()
+            for i, score in enumerate(scores)
+        ]
+    )
+
+
+@dataclass
+class Result:
+    exit_code: int
+    stdout: str
+    stderr: str
+    exception: BaseException | None = None
+
+
+def invoke_curate(*args: object, env: dict[str, str] | None = None) -> Result:
+    """Run `curate ARGS...` in-process with typer's CliRunner (stdout and stderr apart).
+
+    CURATE_DEBUG and GITHUB_STEP_SUMMARY are unset unless `env` sets them."""
+    result = CliRunner().invoke(
+        app,
+        [str(a) for a in args],
+        env={"CURATE_DEBUG": None, "GITHUB_STEP_SUMMARY": None, **(env or {})},
+    )
+    return Result(result.exit_code, result.stdout, result.stderr, result.exception)
+
+
+@pytest.fixture
+def cli() -> Callable[..., Result]:
+    """`cli(ARGS..., env=None)`: `invoke_curate`."""
+    return invoke_curate
+
+
+@pytest.fixture
+def outdir(tmp_path: Path) -> Path:
+    """An empty directory for outputs."""
+    d = tmp_path / "out"
+    d.mkdir()
+    return d
+
+
+def fake_eval_options(
+    data: Path, out: Path, answers: Mapping[str, Sequence[object]], **fields: Any
+) -> EvalOptions:
+    """EvalOptions for the fake backend, which answers each prompt as `answers` says
+    (prompt -> (answer, pass rate)); `fields` set or override any other option."""
+    options: dict[str, Any] = {
+        "data": data,
+        "model": "fake-model",
+        "backend": "fake",
+        "out": out,
+        "engine_options": {"answers": answers},
+    }
+    return EvalOptions(**{**options, **fields})
+
+
+def chat_prompts_and_references(
+    data: Path, limit: int | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(chat prompt, reference) by sample id for the first `limit` rows of `data`."""
+    frame = load_dataset(data, limit=limit)
+    fields = resolve_fields(frame)
+    frame = assign_ids(frame, fields)
+    ids = frame["sample_id"].to_list()
+    prompts = dict(zip(ids, build_prompts(frame, fields, "chat"), strict=True))
+    refs = dict(zip(ids, frame[fields.answer_field].to_list(), strict=True))
+    return prompts, refs
+
+
+def run_chat_eval(
+    backend: Any,
+    run: Path,
+    prompts: Mapping[str, Any],
+    references: Mapping[str, Any],
+    *,
+    runs: int,
+    sampling: SamplingConfig,
+) -> tuple[EvalResult, pl.DataFrame]:
+    """`run_eval` into the run directory `run` (chat mode, numeric grader, seed 0): its
+    result and the rollouts stored."""
+    store = RolloutStore(run)
+    grader = get_grader("numeric")
+    try:
+        result = run_eval(
+            store,
+            backend=backend,
+            grader=grader,
+            prompts=prompts,
+            references=references,
+            runs=runs,
+            sampling=sampling,
+            mode="chat",
+            seed=0,
+        )
+    finally:
+        grader.close()
+    return result, store.rollouts()
 
 
 @pytest.fixture(scope="session")

@@ -9,21 +9,11 @@ import pytest
 from curate.allocation import allocate, allocation_weights, join_plan, variance_proxy
 from curate.errors import InputError, UsageError
 from curate.stats import sample_stats
+from tests.conftest import long_frame
 
 
 def _per_sample(scores: dict[str, list[float]]) -> pl.DataFrame:
-    rows = [(sid, i, s, None) for sid, seq in scores.items() for i, s in enumerate(seq)]
-    frame = pl.DataFrame(
-        rows,
-        schema={
-            "sample_id": pl.String,
-            "run_idx": pl.Int32,
-            "score": pl.Float64,
-            "error": pl.String,
-        },
-        orient="row",
-    )
-    return sample_stats(frame)
+    return sample_stats(long_frame(scores))
 
 
 SCORES = {

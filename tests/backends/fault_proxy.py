@@ -6,7 +6,8 @@
 - `FaultProxy`: an HTTP proxy in front of any such server that injects a configurable
   share of faults (429 with and without Retry-After, 500, 503, dropped connections,
   stalls past the client's timeout, truncated JSON, bodies without choices) and counts
-  each one it injects, so a test can compare that count with the client's retries.
+  each one it injects, so a test can compare that count with the client's retries
+  (`assert_one_retry_per_fault`).
 - `VLLMServer`: the real vLLM OpenAI-compatible server as a subprocess.
 
 Each server runs its own asyncio loop in a daemon thread; start and stop wait a bounded time.
@@ -434,6 +435,22 @@ class FaultProxy(_LoopServer):
                 if k.lower() in ("content-type", "retry-after")
             }
             return resp.status, keep, body
+
+
+def assert_one_retry_per_fault(stats: Any, proxy: FaultProxy) -> None:
+    """The client retried each fault `proxy` injected once, counted in its
+    `BackendStats.retries` under the cause the fault stands for."""
+    inj = proxy.injected
+    assert stats.total_retries == proxy.total_injected, (stats.retries, inj)
+    want = {
+        "rate_limit": inj["429"] + inj["429_retry_after"],
+        "server_error": inj["500"] + inj["503"],
+        "timeout": inj["stall"],
+        "connection": inj["drop"],
+        "malformed": inj["truncate"] + inj["no_choices"],
+    }
+    got = {cause: stats.retries[cause] for cause in want}
+    assert got == want, (got, inj)
 
 
 # --------------------------------------------------------------------------- vLLM server

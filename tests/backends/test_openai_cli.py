@@ -5,35 +5,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 import pytest
-from typer.testing import CliRunner
 
 pytest.importorskip("openai")
 
-from curate.cli.app import app
 from curate.store.run_dir import RolloutStore
 from tests.backends.fault_proxy import FakeOpenAIServer, FaultProxy
+from tests.conftest import invoke_curate
 
 KEY = "sk-cli-test-SECRET-0123456789"
 KEY_ENV = "CURATE_TEST_OPENAI_KEY"
-
-
-@dataclass
-class Out:
-    code: int
-    stdout: str
-    stderr: str
-
-
-def curate(*args: object, env: dict[str, str] | None = None) -> Out:
-    result = CliRunner().invoke(
-        app, [str(a) for a in args], env={"CURATE_DEBUG": "", **(env or {})}
-    )
-    return Out(result.exit_code, result.stdout, result.stderr)
 
 
 @pytest.fixture
@@ -88,8 +72,8 @@ def test_eval_report_and_cost(
 ) -> None:
     monkeypatch.setenv(KEY_ENV, KEY)
     out = tmp_path / "run"
-    res = curate(*eval_args(data, out, server.base_url))
-    assert res.code == 0, res.stderr
+    res = invoke_curate(*eval_args(data, out, server.base_url))
+    assert res.exit_code == 0, res.stderr
     assert "48 new rollouts" in res.stdout and "0 errors" in res.stdout
     frame = RolloutStore(out).rollouts()
     assert frame.height == 48 and frame["error"].null_count() == 48
@@ -101,8 +85,8 @@ def test_eval_report_and_cost(
     assert manifest["engine_options"]["base_url"] == server.base_url
     assert KEY not in all_text(out) and KEY not in res.stdout + res.stderr
 
-    rep = curate("report", out, "--format", "json", "--price-in", 2, "--price-out", 10)
-    assert rep.code == 0, rep.stderr
+    rep = invoke_curate("report", out, "--format", "json", "--price-in", 2, "--price-out", 10)
+    assert rep.exit_code == 0, rep.stderr
     usage = json.loads(rep.stdout)["usage"]
     prompt, completion = int(frame["prompt_tokens"].sum()), int(frame["completion_tokens"].sum())
     # n=4 per request: the 12 prompts are billed once each, not once per rollout.
@@ -112,9 +96,9 @@ def test_eval_report_and_cost(
         "completion_tokens": completion,
         "cost_usd": pytest.approx((prompt * 2 + completion * 10) / 1e6),
     }
-    table = curate("report", out, "--price-in", 2, "--price-out", 10)
+    table = invoke_curate("report", out, "--price-in", 2, "--price-out", 10)
     assert "prompt tokens" in table.stdout and "cost (USD)" in table.stdout
-    md = curate("report", out, "--format", "markdown")
+    md = invoke_curate("report", out, "--format", "markdown")
     assert f"| prompt tokens | {prompt:,} |" in md.stdout
 
 
@@ -123,17 +107,17 @@ def test_dry_run_estimates_without_sending(
 ) -> None:
     monkeypatch.setenv(KEY_ENV, KEY)
     out = tmp_path / "run"
-    res = curate(
+    res = invoke_curate(
         *eval_args(data, out, server.base_url, "--dry-run", "--price-in", 1, "--price-out", 2)
     )
-    assert res.code == 0, res.stderr
+    assert res.exit_code == 0, res.stderr
     assert "12 samples x 4 runs = 48 rollouts, 0 already stored" in res.stdout
     assert "48 to generate" in res.stdout and "completion <= 384" in res.stdout
     assert "cost: <= $" in res.stdout
     assert server.bodies == [] and not out.exists()
     # After a partial run, the dry run counts only what is missing.
-    assert curate(*eval_args(data, out, server.base_url, "--limit", 3)).code == 0
-    again = curate(*eval_args(data, out, server.base_url, "--dry-run"))
+    assert invoke_curate(*eval_args(data, out, server.base_url, "--limit", 3)).exit_code == 0
+    again = invoke_curate(*eval_args(data, out, server.base_url, "--dry-run"))
     assert "12 rollouts already stored" not in again.stdout
     assert "48 rollouts, 12 already stored" in again.stdout and "36 to generate" in again.stdout
     assert "pass --price-in" in again.stdout
@@ -146,8 +130,8 @@ def test_outage_error_rows_fail_the_gate_and_resume_fills_them(
     out = tmp_path / "run"
     doomed = ["What is 2 + 4?", "What is 7 + 14?"]
     with FaultProxy(server.url, fail_forever=doomed) as proxy:
-        res = curate(*eval_args(data, out, proxy.base_url, "--max-retries", 1))
-        assert res.code == 0, res.stderr
+        res = invoke_curate(*eval_args(data, out, proxy.base_url, "--max-retries", 1))
+        assert res.exit_code == 0, res.stderr
         assert "8 errors" in res.stdout
         assert "retries" in res.stderr and "8 rollouts failed after retries" in res.stderr
         frame = RolloutStore(out).rollouts()
@@ -155,18 +139,18 @@ def test_outage_error_rows_fail_the_gate_and_resume_fills_them(
         assert errors.height == 8 and errors["score"].null_count() == 8  # never scored as 0
         assert set(errors["sample_id"]) == {"q02", "q07"} and errors["attempts"].min() == 2
 
-        rep = curate("report", out, "--format", "json", "--max-error-rate", 0.05)
-        assert rep.code == 1 and "gate failed" in rep.stderr
+        rep = invoke_curate("report", out, "--format", "json", "--max-error-rate", 0.05)
+        assert rep.exit_code == 1 and "gate failed" in rep.stderr
         assert json.loads(rep.stdout)["errors"] == 8
 
         proxy.recover()
-        res = curate(*eval_args(data, out, proxy.base_url))
-        assert res.code == 0, res.stderr
+        res = invoke_curate(*eval_args(data, out, proxy.base_url))
+        assert res.exit_code == 0, res.stderr
         assert "8 new rollouts" in res.stdout and "40 already stored" in res.stdout
     frame = RolloutStore(out).rollouts()
     assert frame.height == 48 and frame["error"].null_count() == 48
-    rep = curate("report", out, "--max-error-rate", 0.0)
-    assert rep.code == 0, rep.stderr
+    rep = invoke_curate("report", out, "--max-error-rate", 0.0)
+    assert rep.exit_code == 0, rep.stderr
 
 
 @pytest.mark.parametrize(
@@ -188,8 +172,8 @@ def test_refusals_stop_with_one_line_and_exit_1(
     monkeypatch.setenv(KEY_ENV, key)
     args = eval_args(data, tmp_path / "run", server.base_url)
     args[args.index("fake-model")] = model
-    res = curate(*args)
-    assert res.code == 1
+    res = invoke_curate(*args)
+    assert res.exit_code == 1
     lines = [line for line in res.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and needle in lines[0], res.stderr
     assert key not in res.stderr + res.stdout
@@ -197,12 +181,12 @@ def test_refusals_stop_with_one_line_and_exit_1(
 
 
 def test_option_mistakes_are_usage_errors(data: Path, tmp_path: Path) -> None:
-    res = curate("eval", data, "--backend", "openai", "--model", "m", "--api-key-env", KEY)
-    assert res.code == 2 and "NAME of an environment variable" in res.stderr
+    res = invoke_curate("eval", data, "--backend", "openai", "--model", "m", "--api-key-env", KEY)
+    assert res.exit_code == 2 and "NAME of an environment variable" in res.stderr
     assert KEY not in res.stderr + res.stdout
-    res = curate("eval", data, "--model", "m", "--concurrency", 4, "--out", tmp_path / "r")
-    assert res.code == 2 and "--concurrency is an option of --backend openai" in res.stderr
-    res = curate(
+    res = invoke_curate("eval", data, "--model", "m", "--concurrency", 4, "--out", tmp_path / "r")
+    assert res.exit_code == 2 and "--concurrency is an option of --backend openai" in res.stderr
+    res = invoke_curate(
         "eval",
         data,
         "--backend",
@@ -214,7 +198,7 @@ def test_option_mistakes_are_usage_errors(data: Path, tmp_path: Path) -> None:
         "--out",
         tmp_path / "r",
     )
-    assert res.code == 2 and "pw" not in res.stderr
+    assert res.exit_code == 2 and "pw" not in res.stderr
 
 
 def test_report_usage_from_a_score_table(tmp_path: Path) -> None:
@@ -228,8 +212,8 @@ def test_report_usage_from_a_score_table(tmp_path: Path) -> None:
             "completion_tokens": [3, 4, None, 5],
         }
     ).write_parquet(table)
-    rep = curate("report", table, "--format", "json", "--price-out", 1000)
-    assert rep.code == 0, rep.stderr
+    rep = invoke_curate("report", table, "--format", "json", "--price-out", 1000)
+    assert rep.exit_code == 0, rep.stderr
     assert json.loads(rep.stdout)["usage"] == {
         "prompt_tokens": 27,
         "completion_tokens": 12,
@@ -237,4 +221,4 @@ def test_report_usage_from_a_score_table(tmp_path: Path) -> None:
     }
     plain = tmp_path / "plain.csv"
     pl.DataFrame({"sample_id": ["a"], "score": [1.0]}).write_csv(plain)
-    assert "usage" not in json.loads(curate("report", plain, "--format", "json").stdout)
+    assert "usage" not in json.loads(invoke_curate("report", plain, "--format", "json").stdout)

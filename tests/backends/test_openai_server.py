@@ -14,26 +14,27 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
-from typer.testing import CliRunner
 
 pytest.importorskip("openai")
 pytest.importorskip("vllm")
 
 from curate.backends.base import SamplingConfig
 from curate.backends.openai_api import open_openai
-from curate.cli.app import app
-from curate.data.samples import assign_ids, build_prompts, load_dataset, resolve_fields
-from curate.engine.runner import run_eval
-from curate.graders import get_grader
 from curate.store.run_dir import RolloutStore
-from tests.backends.fault_proxy import FaultProxy, VLLMServer
-from tests.conftest import ARITHMETIC, ROOT, TINY_MODEL
+from tests.backends.fault_proxy import FaultProxy, VLLMServer, assert_one_retry_per_fault
+from tests.conftest import (
+    ARITHMETIC,
+    ROOT,
+    TINY_MODEL,
+    chat_prompts_and_references,
+    invoke_curate,
+    run_chat_eval,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -89,18 +90,6 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@dataclass
-class Out:
-    code: int
-    stdout: str
-    stderr: str
-
-
-def curate(*args: object) -> Out:
-    result = CliRunner().invoke(app, [str(a) for a in args], env={"CURATE_DEBUG": ""})
-    return Out(result.exit_code, result.stdout, result.stderr)
-
-
 def eval_args(data: Path, out: Path, base_url: str, *extra: object) -> list[object]:
     return [
         "eval",
@@ -139,16 +128,6 @@ def secret_free(*texts: str, run: Path | None = None) -> bool:
     return all(KEY not in t for t in (*texts, *files))
 
 
-def library_inputs(data: Path, mode: str = "chat") -> tuple[dict[str, Any], dict[str, Any]]:
-    frame = load_dataset(data)
-    fields = resolve_fields(frame)
-    frame = assign_ids(frame, fields)
-    ids = frame["sample_id"].to_list()
-    prompts = dict(zip(ids, build_prompts(frame, fields, mode), strict=True))
-    refs = dict(zip(ids, frame[fields.answer_field].to_list(), strict=True))
-    return prompts, refs
-
-
 # ------------------------------------------------------------------ the real server
 
 
@@ -158,8 +137,8 @@ def test_modes_n_per_request_and_no_key_on_disk(
 ) -> None:
     run = tmp_path / "run"
     with FaultProxy(vllm_server.url) as counter:  # no faults: it only counts requests
-        res = curate(*eval_args(data, run, counter.base_url, "--mode", mode))
-    assert res.code == 0, res.stderr
+        res = invoke_curate(*eval_args(data, run, counter.base_url, "--mode", mode))
+    assert res.exit_code == 0, res.stderr
     frame = assert_complete(run, 40, 4)
     assert counter.requests == 40  # n=4 per request, one request per prompt
     assert frame["completion_tokens"].min() >= 1 and frame["prompt_tokens"].sum() > 0
@@ -168,8 +147,8 @@ def test_modes_n_per_request_and_no_key_on_disk(
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["mode"] == mode and manifest["engine_options"]["api_key_env"] == KEY_ENV
     assert secret_free(res.stdout, res.stderr, run=run)
-    rep = curate("report", run, "--format", "json", "--price-in", 1, "--price-out", 3)
-    assert rep.code == 0 and json.loads(rep.stdout)["usage"]["prompt_tokens"] == int(
+    rep = invoke_curate("report", run, "--format", "json", "--price-in", 1, "--price-out", 3)
+    assert rep.exit_code == 0 and json.loads(rep.stdout)["usage"]["prompt_tokens"] == int(
         frame["prompt_tokens"].sum()
     )
 
@@ -177,29 +156,16 @@ def test_modes_n_per_request_and_no_key_on_disk(
 def test_faults_are_retried_counted_and_never_scored(
     vllm_server: VLLMServer, data: Path, tmp_path: Path, key_env: str
 ) -> None:
-    prompts, refs = library_inputs(data)
+    prompts, refs = chat_prompts_and_references(data)
     sampling = SamplingConfig(temperature=1.0, max_tokens=16)
 
     def run(base_url: str, out: Path, **options: Any) -> tuple[pl.DataFrame, Any]:
-        grader = get_grader("numeric")
         with open_openai(
             MODEL, seed=0, base_url=base_url, api_key_env=key_env, **options
         ) as backend:
-            store = RolloutStore(out)
-            result = run_eval(
-                store,
-                backend=backend,
-                grader=grader,
-                prompts=prompts,
-                references=refs,
-                runs=6,
-                sampling=sampling,
-                mode="chat",
-                seed=0,
-            )
-        grader.close()
+            result, frame = run_chat_eval(backend, out, prompts, refs, runs=6, sampling=sampling)
         assert result.errors == 0
-        return store.rollouts().sort("sample_id", "run_idx"), backend
+        return frame.sort("sample_id", "run_idx"), backend
 
     clean, _ = run(vllm_server.base_url, tmp_path / "clean")
     with FaultProxy(
@@ -216,14 +182,7 @@ def test_faults_are_retried_counted_and_never_scored(
         )
     assert_complete(tmp_path / "faulty", 40, 6)
     assert proxy.total_injected >= 8, proxy.injected
-    stats = backend.stats
-    assert stats.total_retries == proxy.total_injected, (stats.retries, proxy.injected)
-    inj = proxy.injected
-    assert stats.retries["rate_limit"] == inj["429"] + inj["429_retry_after"]
-    assert stats.retries["server_error"] == inj["500"] + inj["503"]
-    assert stats.retries["timeout"] == inj["stall"]
-    assert stats.retries["connection"] == inj["drop"]
-    assert stats.retries["malformed"] == inj["truncate"] + inj["no_choices"]
+    assert_one_retry_per_fault(backend.stats, proxy)
     # The same seeded requests give the same completions: no fault became a (wrong) answer.
     assert faulty["completion"].to_list() == clean["completion"].to_list()
     assert faulty["score"].to_list() == clean["score"].to_list()
@@ -238,24 +197,24 @@ def test_outage_error_rows_then_resume(
     lines = data.read_text().splitlines()
     doomed = [json.loads(lines[i])["question"] for i in (3, 17)]
     with FaultProxy(vllm_server.url, fail_forever=doomed) as proxy:
-        res = curate(*eval_args(data, run, proxy.base_url, "--max-retries", 2))
-        assert res.code == 0, res.stderr
+        res = invoke_curate(*eval_args(data, run, proxy.base_url, "--max-retries", 2))
+        assert res.exit_code == 0, res.stderr
         assert "8 errors" in res.stdout and "8 rollouts failed after retries" in res.stderr
         frame = RolloutStore(run).rollouts()
         errors = frame.filter(pl.col("error").is_not_null())
         assert errors.height == 8 and errors["score"].null_count() == 8
         assert (errors["attempts"] == 3).all() and proxy.persistent == 2 * 3
 
-        rep = curate("report", run, "--max-error-rate", 0.01)
-        assert rep.code == 1 and "errors" in rep.stdout and "8 (5.0%)" in rep.stdout
+        rep = invoke_curate("report", run, "--max-error-rate", 0.01)
+        assert rep.exit_code == 1 and "errors" in rep.stdout and "8 (5.0%)" in rep.stdout
         assert "gate failed: max-error-rate" in rep.stderr
 
         proxy.recover()
-        res = curate(*eval_args(data, run, proxy.base_url))
-        assert res.code == 0, res.stderr
+        res = invoke_curate(*eval_args(data, run, proxy.base_url))
+        assert res.exit_code == 0, res.stderr
         assert "8 new rollouts" in res.stdout and "152 already stored" in res.stdout
     assert_complete(run, 40, 4)
-    assert curate("report", run, "--max-error-rate", 0.0).code == 0
+    assert invoke_curate("report", run, "--max-error-rate", 0.0).exit_code == 0
 
 
 def test_endpoint_rejecting_n_gives_the_same_rollouts(
@@ -263,8 +222,8 @@ def test_endpoint_rejecting_n_gives_the_same_rollouts(
 ) -> None:
     run = tmp_path / "run"
     with FaultProxy(vllm_server.url, reject_n=True) as proxy:
-        res = curate(*eval_args(data, run, proxy.base_url))
-    assert res.code == 0, res.stderr
+        res = invoke_curate(*eval_args(data, run, proxy.base_url))
+    assert res.exit_code == 0, res.stderr
     assert "rejects n > 1" in res.stderr
     frame = assert_complete(run, 40, 4)
     assert proxy.rejected_n == 2  # the first request, with and without its seed: once

@@ -1,4 +1,4 @@
-"""Fixtures for the CLI tests: inputs in their own directory, a runner, a subprocess helper."""
+"""Fixtures for the CLI tests: inputs in their own directory, a subprocess helper."""
 
 from __future__ import annotations
 
@@ -6,15 +6,13 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 import pytest
-from typer.testing import CliRunner
 
-from curate.cli.app import app
 from curate.store.run_dir import RolloutStore
+from tests.conftest import long_frame
 
 # 12 samples x 4 rollouts: 4 high-variance, 3 always right, 3 always wrong, 1 partial-credit
 # low-variance, 1 with a failed rollout. Row order is scrambled on purpose.
@@ -36,22 +34,8 @@ HIGH_VARIANCE = ["q01", "q02", "q03", "q04"]
 
 
 def score_frame() -> pl.DataFrame:
-    rows = [
-        (sid, i, score, "timeout" if score is None else None)
-        for sid, scores in SCORES.items()
-        for i, score in enumerate(scores)
-    ]
-    rows = rows[1::2] + rows[::2]  # not sorted: readers must not rely on order
-    return pl.DataFrame(
-        rows,
-        schema={
-            "sample_id": pl.String,
-            "run_idx": pl.Int32,
-            "score": pl.Float64,
-            "error": pl.String,
-        },
-        orient="row",
-    )
+    frame = long_frame(SCORES)
+    return pl.concat([frame[1::2], frame[::2]])  # not sorted: readers must not rely on order
 
 
 def original_samples() -> pl.DataFrame:
@@ -66,26 +50,10 @@ def original_samples() -> pl.DataFrame:
     )
 
 
-@dataclass
-class Result:
-    exit_code: int
-    stdout: str
-    stderr: str
-    exception: BaseException | None = None
-
-
 @pytest.fixture
 def inputs(tmp_path: Path) -> Path:
     """A directory holding the input files (kept apart from where outputs go)."""
     d = tmp_path / "in"
-    d.mkdir()
-    return d
-
-
-@pytest.fixture
-def outdir(tmp_path: Path) -> Path:
-    """An empty directory for outputs."""
-    d = tmp_path / "out"
     d.mkdir()
     return d
 
@@ -122,20 +90,6 @@ def run_dir(inputs: Path) -> Path:
     store.append(frame.head(20))
     store.append(frame.tail(frame.height - 20))
     return store.run_dir
-
-
-@pytest.fixture
-def cli(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Result]:
-    """Run `curate ARGS...` in-process with typer's CliRunner (stdout and stderr apart)."""
-
-    def invoke(*args: object, env: dict[str, str] | None = None) -> Result:
-        monkeypatch.delenv("CURATE_DEBUG", raising=False)
-        monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-        runner = CliRunner()
-        result = runner.invoke(app, [str(a) for a in args], env=env)
-        return Result(result.exit_code, result.stdout, result.stderr, result.exception)
-
-    return invoke
 
 
 @pytest.fixture(scope="session")

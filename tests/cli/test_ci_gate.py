@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from curate.engine.evaluate import EvalOptions, evaluate
-from tests.conftest import JSON_CONTRACT_KEYS
+from curate.engine.evaluate import evaluate
+from tests.conftest import JSON_CONTRACT_KEYS, fake_eval_options
 
 # The JSON report's documented contract (README): keys may be added, never removed.
 JSON_KEYS = JSON_CONTRACT_KEYS | {
@@ -32,16 +32,7 @@ def candidate(tmp_path: Path, rates: tuple[float, ...]) -> Path:
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     answers = {r["question"]: (r["answer"], rates[i % len(rates)]) for i, r in enumerate(rows)}
     run = tmp_path / "run"
-    evaluate(
-        EvalOptions(
-            data=data,
-            model="m",
-            backend="fake",
-            runs=8,
-            out=run,
-            engine_options={"answers": answers},
-        )
-    )
+    evaluate(fake_eval_options(data, run, answers, runs=8))
     return run
 
 

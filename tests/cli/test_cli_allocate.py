@@ -8,7 +8,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.cli.conftest import HIGH_VARIANCE, Result
+from tests.cli.conftest import HIGH_VARIANCE
+from tests.conftest import Result
 
 ZERO_SIGNAL = ["q05", "q06", "q07", "q08", "q09", "q10", "q11"]
 

@@ -192,25 +192,20 @@ def test_filter_output_directory_missing(cli, scores_csv, tmp_path: Path) -> Non
 
 def test_filter_bad_data_file(cli, scores_csv, inputs: Path, outdir: Path, snapshot) -> None:
     missing = inputs / "nope.jsonl"
-    before = snapshot(inputs, outdir)
-    result = cli("filter", scores_csv, "--data", missing, "-o", outdir / "k.jsonl")
-    assert result.exit_code == 2
-    assert_one_line_error(result.stderr, missing, "no such file")
-
     no_id = inputs / "data.jsonl"
     no_id.write_text('{"question": "q"}\n')
-    before = snapshot(inputs, outdir)
-    result = cli("filter", scores_csv, "--data", no_id, "-o", outdir / "k.jsonl")
-    assert result.exit_code == 2
-    assert_one_line_error(result.stderr, no_id, "column to match sample ids")
-
     dup = inputs / "dup.jsonl"
     dup.write_text('{"sample_id": "q01"}\n{"sample_id": "q01"}\n')
     before = snapshot(inputs, outdir)
-    result = cli("filter", scores_csv, "--data", dup, "-o", outdir / "k.jsonl")
-    assert result.exit_code == 2
-    assert_one_line_error(result.stderr, dup, "duplicate values")
-    assert snapshot(inputs, outdir) == before
+    for data, needle in [
+        (missing, "no such file"),
+        (no_id, "column to match sample ids"),
+        (dup, "duplicate values"),
+    ]:
+        result = cli("filter", scores_csv, "--data", data, "-o", outdir / "k.jsonl")
+        assert result.exit_code == 2
+        assert_one_line_error(result.stderr, data, needle)
+        assert snapshot(inputs, outdir) == before
 
 
 def test_filter_write_failure_leaves_no_output(

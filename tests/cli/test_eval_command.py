@@ -21,6 +21,24 @@ from tests.conftest import ARITHMETIC, ROOT, TINY_MODEL
 ENGINE_FLAGS = ["--kv-cache-memory-gb", "0.25"]
 
 
+def _vllm_eval_args(run: Path, *extra: str) -> list[str]:
+    """`curate eval` of the bundled data on the tiny model with the real engine, into `run`."""
+    return [
+        "eval",
+        str(ARITHMETIC),
+        "--backend",
+        "vllm",
+        "--model",
+        str(TINY_MODEL),
+        "--max-tokens",
+        "16",
+        "--out",
+        str(run),
+        *ENGINE_FLAGS,
+        *extra,
+    ]
+
+
 def _curate(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "curate", *args],
@@ -67,23 +85,7 @@ def test_mismatched_rerun_is_refused_before_the_engine_starts(tmp_path: Path) ->
 @pytest.mark.slow
 def test_eval_then_report_plot_filter_as_subprocesses(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    res = _curate(
-        "eval",
-        str(ARITHMETIC),
-        "--backend",
-        "vllm",
-        "--model",
-        str(TINY_MODEL),
-        "--limit",
-        "60",
-        "-n",
-        "4",
-        "--max-tokens",
-        "16",
-        "--out",
-        str(run),
-        *ENGINE_FLAGS,
-    )
+    res = _curate(*_vllm_eval_args(run, "--limit", "60", "-n", "4"))
     assert res.returncode == 0, res.stderr[-2000:]
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["mode"] == "chat" and len(manifest["chat_template_sha256"]) == 64
@@ -111,22 +113,7 @@ def test_resume_after_kill_9_loses_nothing_and_duplicates_nothing(tmp_path: Path
         sys.executable,
         "-m",
         "curate",
-        "eval",
-        str(ARITHMETIC),
-        "--backend",
-        "vllm",
-        "--model",
-        str(TINY_MODEL),
-        "-n",
-        "8",
-        "--max-tokens",
-        "16",
-        "--chunk-size",
-        "3",
-        "--out",
-        str(run),
-        "--quiet",
-        *ENGINE_FLAGS,
+        *_vllm_eval_args(run, "-n", "8", "--chunk-size", "3", "--quiet"),
     ]
     proc = subprocess.Popen(
         args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True

@@ -22,9 +22,10 @@ from curate.data.samples import (
     resolve_fields,
 )
 from curate.data.sources import source_files, source_kind
-from curate.engine.evaluate import EvalOptions, evaluate
+from curate.engine.evaluate import evaluate
 from curate.errors import InputError, UsageError
 from curate.store.run_dir import RolloutStore
+from tests.conftest import fake_eval_options
 
 datasets = pytest.importorskip("datasets")
 
@@ -190,17 +191,7 @@ def test_eval_on_a_saved_dataset_split(hf_dict: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
     prompts = [r["question"] for r in gsm_rows(3, offset=100)]
     answers = {p: [str(2 * (100 + i)), 1.0] for i, p in enumerate(prompts)}
-    outcome = evaluate(
-        EvalOptions(
-            data=hf_dict,
-            split="test",
-            model="m",
-            backend="fake",
-            runs=2,
-            out=run,
-            engine_options={"answers": answers},
-        )
-    )
+    outcome = evaluate(fake_eval_options(hf_dict, run, answers, split="test", runs=2))
     assert outcome.result.rollouts == 6
     store = RolloutStore(run)
     manifest = store.read_manifest()
@@ -211,17 +202,7 @@ def test_eval_on_a_saved_dataset_split(hf_dict: Path, tmp_path: Path) -> None:
     assert store.rollouts()["score"].to_list() == [1.0] * 6
     # Another split of the same directory is another data set: resuming is refused.
     with pytest.raises(UsageError, match="data set contents changed"):
-        evaluate(
-            EvalOptions(
-                data=hf_dict,
-                split="train",
-                model="m",
-                backend="fake",
-                runs=2,
-                out=run,
-                engine_options={"answers": answers},
-            )
-        )
+        evaluate(fake_eval_options(hf_dict, run, answers, split="train", runs=2))
 
 
 def test_eval_on_verl_parquet_shards(tmp_path: Path) -> None:
@@ -232,16 +213,7 @@ def test_eval_on_verl_parquet_shards(tmp_path: Path) -> None:
     pl.DataFrame(rows[3:]).write_parquet(root / "part-1.parquet")
     run = tmp_path / "run"
     answers = _answers([r["prompt"][0]["content"] for r in rows])
-    evaluate(
-        EvalOptions(
-            data=root,
-            model="m",
-            backend="fake",
-            runs=4,
-            out=run,
-            engine_options={"answers": answers},
-        )
-    )
+    evaluate(fake_eval_options(root, run, answers, runs=4))
     manifest = RolloutStore(run).read_manifest()
     assert manifest["messages_field"] == "prompt"
     assert manifest["answer_field"] == "reward_model.ground_truth"

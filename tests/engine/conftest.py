@@ -2,8 +2,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from curate.engine.evaluate import EvalOptions
+from tests.conftest import fake_eval_options
 
 
 @pytest.fixture
@@ -25,3 +29,8 @@ def fake_answers(path: Path) -> dict[str, list[object]]:
         rate = (0.0, 1.0, 0.5)[i % 3]
         answers[row["question"]] = [row["answer"], rate]
     return answers
+
+
+def fake_options(data: Path, out: Path, **fields: Any) -> EvalOptions:
+    """EvalOptions for the fake backend answering `data` as `fake_answers` says."""
+    return fake_eval_options(data, out, fake_answers(data), **fields)

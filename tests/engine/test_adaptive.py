@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from functools import partial
 from pathlib import Path
 
 import polars as pl
@@ -23,12 +24,12 @@ from curate.engine.adaptive import (
     state_from_store,
     target_count,
 )
-from curate.engine.evaluate import EvalOptions, evaluate
+from curate.engine.evaluate import evaluate
 from curate.engine.runner import plan_requests
 from curate.errors import RunError, UsageError
 from curate.stats.estimators import BetaPrior
 from curate.store.run_dir import RolloutStore
-from tests.engine.conftest import fake_answers
+from tests.engine.conftest import fake_answers, fake_options
 
 
 def S(*scores: float) -> SampleState:
@@ -205,20 +206,7 @@ def test_state_from_store_and_targets_fill_holes_first() -> None:
 
 
 # -- the loop against the fake backend ----------------------------------------
-def _opts(data: Path, out: Path, **kw: object) -> EvalOptions:
-    base: dict[str, object] = dict(
-        data=data,
-        model="fake-model",
-        backend="fake",
-        runs=6,
-        out=out,
-        engine_options={"answers": fake_answers(data)},
-        chunk_size=3,
-        adaptive=True,
-        round_size=1,
-    )
-    base.update(kw)
-    return EvalOptions(**base)  # type: ignore[arg-type]
+_opts = partial(fake_options, runs=6, chunk_size=3, adaptive=True, round_size=1)
 
 
 def _counts(run: Path) -> dict[str, tuple[int, int]]:
@@ -404,17 +392,11 @@ def test_balanced_run_stops_at_k_and_k(arithmetic_jsonl: Path, tmp_path: Path) -
 def test_adaptive_run_on_the_tiny_model(vllm_backend: object, tmp_path: Path) -> None:
     """The real engine: every sample ends mixed or at the cap, and labels stay coherent."""
     from curate.backends.base import SamplingConfig
-    from curate.data.samples import assign_ids, build_prompts, load_dataset, resolve_fields
     from curate.engine.adaptive import run_adaptive
     from curate.graders import get_grader
-    from tests.conftest import ARITHMETIC
+    from tests.conftest import ARITHMETIC, chat_prompts_and_references
 
-    frame = load_dataset(ARITHMETIC, limit=24)
-    fields = resolve_fields(frame)
-    frame = assign_ids(frame, fields)
-    ids = frame["sample_id"].to_list()
-    prompts = dict(zip(ids, build_prompts(frame, fields, "chat"), strict=True))
-    refs = dict(zip(ids, frame[fields.answer_field].to_list(), strict=True))
+    prompts, refs = chat_prompts_and_references(ARITHMETIC, 24)
     store = RolloutStore(tmp_path / "run")
     res = run_adaptive(
         store,
@@ -428,6 +410,6 @@ def test_adaptive_run_on_the_tiny_model(vllm_backend: object, tmp_path: Path) ->
         seed=0,
     )
     counts = _counts(store.run_dir)
-    assert len(counts) == len(ids) and res.spent == sum(n for n, _ in counts.values())
+    assert len(counts) == len(prompts) and res.spent == sum(n for n, _ in counts.values())
     assert all((0 < c < n) or n == 6 for n, c in counts.values())
-    assert res.spent <= 6 * len(ids)
+    assert res.spent <= 6 * len(prompts)

@@ -5,29 +5,18 @@ from __future__ import annotations
 
 import json
 import math
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from curate.engine.estimate import _token_counter, estimate_eval, prompt_token_estimate
-from curate.engine.evaluate import EvalOptions, evaluate
+from curate.engine.evaluate import evaluate
 from curate.errors import UsageError
 from tests.conftest import TINY_MODEL
-from tests.engine.conftest import fake_answers
+from tests.engine.conftest import fake_options
 
-
-def _opts(data: Path, out: Path, **kw: object) -> EvalOptions:
-    base: dict[str, object] = dict(
-        data=data,
-        model="fake-model",
-        backend="fake",
-        runs=4,
-        max_tokens=8,
-        out=out,
-        engine_options={"answers": fake_answers(data)},
-    )
-    base.update(kw)
-    return EvalOptions(**base)  # type: ignore[arg-type]
+_opts = partial(fake_options, runs=4, max_tokens=8)
 
 
 def _questions(data: Path) -> list[str]:

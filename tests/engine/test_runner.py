@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import polars as pl
@@ -7,13 +8,13 @@ import pytest
 
 from curate.backends.base import GenerationRequest, SamplingConfig
 from curate.backends.fake import FakeBackend
-from curate.engine.evaluate import EvalOptions, evaluate
-from curate.engine.runner import plan_requests, run_eval
+from curate.engine.evaluate import evaluate
+from curate.engine.runner import EvalResult, plan_requests, run_eval
 from curate.engine.seeds import derive_seed
 from curate.errors import UsageError
 from curate.graders import get_grader
 from curate.store.run_dir import RolloutStore
-from tests.engine.conftest import fake_answers
+from tests.engine.conftest import fake_answers, fake_options
 
 
 def test_derive_seed_is_stable_and_distinct() -> None:
@@ -33,18 +34,7 @@ def test_plan_requests_covers_only_missing_runs_in_blocks() -> None:
     assert reqs[0].seed == derive_seed(7, "a", 2)
 
 
-def _opts(data: Path, out: Path, **kw: object) -> EvalOptions:
-    base: dict[str, object] = dict(
-        data=data,
-        model="fake-model",
-        backend="fake",
-        runs=4,
-        out=out,
-        engine_options={"answers": fake_answers(data)},
-        chunk_size=5,
-    )
-    base.update(kw)
-    return EvalOptions(**base)  # type: ignore[arg-type]
+_opts = partial(fake_options, runs=4, chunk_size=5)
 
 
 def _pairs(run: Path) -> pl.DataFrame:
@@ -108,34 +98,27 @@ def test_failed_rollouts_are_error_rows_and_resume_fills_them(
     refs = {f"s{i}": a for i, (a, _) in enumerate(answers.values())}
     flaky = FakeBackend(answers=answers, fail=lambda r: "HTTP 503" if r.sample_id == "s3" else None)
     grader = get_grader("numeric")
-    res = run_eval(
-        store,
-        backend=flaky,
-        grader=grader,
-        prompts=prompts,
-        references=refs,
-        runs=3,
-        sampling=SamplingConfig(),
-        mode="completion",
-        seed=0,
-    )
+
+    def run(backend: FakeBackend) -> EvalResult:
+        return run_eval(
+            store,
+            backend=backend,
+            grader=grader,
+            prompts=prompts,
+            references=refs,
+            runs=3,
+            sampling=SamplingConfig(),
+            mode="completion",
+            seed=0,
+        )
+
+    res = run(flaky)
     assert res.errors == 3
     frame = store.rollouts()
     errs = frame.filter(pl.col("error").is_not_null())
     assert errs["sample_id"].unique().to_list() == ["s3"]
     assert errs["score"].null_count() == 3  # an error is never a score
-    healthy = FakeBackend(answers=answers)
-    res2 = run_eval(
-        store,
-        backend=healthy,
-        grader=grader,
-        prompts=prompts,
-        references=refs,
-        runs=3,
-        sampling=SamplingConfig(),
-        mode="completion",
-        seed=0,
-    )
+    res2 = run(FakeBackend(answers=answers))
     assert res2.rollouts == 3
     frame = store.rollouts()
     assert frame.height == len(prompts) * 3 and frame["error"].null_count() == frame.height

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
-from typer.testing import CliRunner
 
-from curate.cli.app import app
-from curate.engine.evaluate import EvalOptions, evaluate
+from curate.engine.evaluate import evaluate
 from curate.stats.analysis import analyze
 from curate.store.scores import load_scores
+from tests.conftest import fake_eval_options
 
 SYSTEM = "Answer with a number."
 N = 12
@@ -49,18 +47,7 @@ def make_run(tmp: Path, *, mode: str = "chat", system: str | None = SYSTEM) -> P
     data = tmp / "data.jsonl"
     data.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows()))
     run = tmp / f"run-{mode}"
-    evaluate(
-        EvalOptions(
-            data=data,
-            model="fake-model",
-            backend="fake",
-            runs=RUNS,
-            out=run,
-            mode=mode,  # type: ignore[arg-type]
-            system=system,
-            engine_options={"answers": fake_answers()},
-        )
-    )
+    evaluate(fake_eval_options(data, run, fake_answers(), runs=RUNS, mode=mode, system=system))
     return run
 
 
@@ -117,32 +104,6 @@ def assert_stats(got: dict[str, Any], want: dict[str, Any]) -> None:
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     text = path.read_text(encoding="utf-8")
     return [json.loads(line) for line in text.splitlines()]
-
-
-@dataclass
-class Result:
-    exit_code: int
-    stdout: str
-    stderr: str
-
-
-@pytest.fixture
-def cli(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Result]:
-    """`curate ARGS...` in-process (stdout and stderr apart)."""
-
-    def invoke(*args: object) -> Result:
-        monkeypatch.delenv("CURATE_DEBUG", raising=False)
-        result = CliRunner().invoke(app, [str(a) for a in args])
-        return Result(result.exit_code, result.stdout, result.stderr)
-
-    return invoke
-
-
-@pytest.fixture
-def outdir(tmp_path: Path) -> Path:
-    d = tmp_path / "out"
-    d.mkdir()
-    return d
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,7 @@ import pytest
 
 from curate.errors import UsageError
 from curate.exports import FORMATS, format_for_output, get_format
+from tests.conftest import fake_eval_options
 
 from .conftest import STATS, assert_stats, chat_prompt, expected, read_jsonl
 
@@ -223,7 +224,7 @@ def test_field_overrides_and_system(cli, bare, outdir) -> None:
 
 def test_run_template_is_reused(cli, tmp_path, outdir) -> None:
     """The run's manifest template (and no system prompt) builds the exported prompt."""
-    from curate.engine.evaluate import EvalOptions, evaluate
+    from curate.engine.evaluate import evaluate
 
     data = tmp_path / "d.jsonl"
     data.write_text(
@@ -231,17 +232,7 @@ def test_run_template_is_reused(cli, tmp_path, outdir) -> None:
     )
     answers = {f"Add {i} and {i}.": (str(2 * i), 0.5) for i in range(6)}
     run = tmp_path / "run"
-    evaluate(
-        EvalOptions(
-            data=data,
-            model="m",
-            backend="fake",
-            runs=8,
-            out=run,
-            template="Add {a} and {b}.",
-            engine_options={"answers": answers},
-        )
-    )
+    evaluate(fake_eval_options(data, run, answers, runs=8, template="Add {a} and {b}."))
     out = outdir / "t.jsonl"
     assert cli("filter", run, "--keep", "all", "--format", "openai-rft", "-o", out).exit_code == 0
     items = read_jsonl(out)

@@ -8,6 +8,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from tests.conftest import fake_eval_options
+
 from .conftest import assert_stats, chat_prompt, expected, frame_rows
 
 pa = pytest.importorskip("pyarrow")
@@ -84,7 +86,7 @@ def test_verl_rows_round_trip_through_datasets(
 def test_verl_input_keeps_its_own_fields(cli, tmp_path: Path, outdir: Path) -> None:
     """A verl data set evaluated and exported back keeps data_source, ability,
     reward_model.style and its extra_info fields; curate adds its statistics."""
-    from curate.engine.evaluate import EvalOptions, evaluate
+    from curate.engine.evaluate import evaluate
 
     source = [
         {
@@ -100,10 +102,7 @@ def test_verl_input_keeps_its_own_fields(cli, tmp_path: Path, outdir: Path) -> N
     pl.DataFrame(source).write_parquet(data)
     answers = {f"Compute {i} * 3.": (str(3 * i), (0.0, 1.0, 0.5)[i % 3]) for i in range(9)}
     run = tmp_path / "run"
-    opts = EvalOptions(
-        data=data, model="m", backend="fake", runs=8, out=run, engine_options={"answers": answers}
-    )
-    evaluate(opts)
+    evaluate(fake_eval_options(data, run, answers, runs=8))
     out = outdir / "again.parquet"
     result = cli("filter", run, "--keep", "all", "--format", "verl", "-o", out)
     assert result.exit_code == 0, result.stderr

@@ -6,6 +6,7 @@ import polars as pl
 import pytest
 
 from curate.stats import sample_stats
+from tests.conftest import long_frame
 
 SCORES: dict[str, list[float | None]] = {
     "hv1": [1, 0, 1, 0],  # high variance, pass rate 0.5
@@ -19,19 +20,4 @@ SCORES: dict[str, list[float | None]] = {
 
 @pytest.fixture
 def per_sample() -> pl.DataFrame:
-    rows = [
-        (sid, i, score, "boom" if score is None else None)
-        for sid, scores in SCORES.items()
-        for i, score in enumerate(scores)
-    ]
-    frame = pl.DataFrame(
-        rows,
-        schema={
-            "sample_id": pl.String,
-            "run_idx": pl.Int32,
-            "score": pl.Float64,
-            "error": pl.String,
-        },
-        orient="row",
-    )
-    return sample_stats(frame)
+    return sample_stats(long_frame(SCORES))

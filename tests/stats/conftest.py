@@ -7,26 +7,9 @@ from collections.abc import Callable, Mapping, Sequence
 import polars as pl
 import pytest
 
+from tests.conftest import long_frame
+
 ERROR = None  # a failed rollout in a score list
-
-
-def long_frame(samples: Mapping[str, Sequence[float | None]]) -> pl.DataFrame:
-    """{sample_id: [score, ...]} -> rows (sample_id, run_idx, score, error); None = error row."""
-    rows = []
-    for sid, scores in samples.items():
-        for i, score in enumerate(scores):
-            error = "timeout" if score is None else None
-            rows.append((sid, i, None if score is None else float(score), error))
-    return pl.DataFrame(
-        rows,
-        schema={
-            "sample_id": pl.String,
-            "run_idx": pl.Int32,
-            "score": pl.Float64,
-            "error": pl.String,
-        },
-        orient="row",
-    )
 
 
 @pytest.fixture(scope="session")

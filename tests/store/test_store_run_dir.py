@@ -11,19 +11,7 @@ import pytest
 from curate.errors import InputError
 from curate.store.run_dir import RolloutStore, is_run_dir
 from curate.store.schema import FORMAT_VERSION, ROLLOUT_COLUMNS
-
-
-def shard(rows: list[tuple[str, int, float | None, str | None]]) -> pl.DataFrame:
-    return pl.DataFrame(
-        rows,
-        schema={
-            "sample_id": pl.String,
-            "run_idx": pl.Int32,
-            "score": pl.Float64,
-            "error": pl.String,
-        },
-        orient="row",
-    )
+from tests.conftest import rollout_frame
 
 
 def as_dict(frame: pl.DataFrame) -> dict[tuple[str, int], tuple[float | None, str | None]]:
@@ -95,7 +83,9 @@ def test_samples_round_trip(store: RolloutStore) -> None:
 
 
 def test_append_and_read(store: RolloutStore) -> None:
-    path = store.append(shard([("a", 1, 0.0, None), ("a", 0, 1.0, None), ("b", 0, None, "boom")]))
+    path = store.append(
+        rollout_frame([("a", 1, 0.0, None), ("a", 0, 1.0, None), ("b", 0, None, "boom")])
+    )
     assert path is not None and path.parent == store.rollouts_dir
     assert path.name.startswith("part-") and path.suffix == ".parquet"
     assert store.shard_paths() == [path]
@@ -109,7 +99,7 @@ def test_append_and_read(store: RolloutStore) -> None:
 
 
 def test_append_accepts_extra_known_columns(store: RolloutStore) -> None:
-    frame = shard([("a", 0, 1.0, None)]).with_columns(
+    frame = rollout_frame([("a", 0, 1.0, None)]).with_columns(
         pl.lit("the answer is 2").alias("completion"), pl.lit(12).alias("completion_tokens")
     )
     store.append(frame)
@@ -120,13 +110,13 @@ def test_append_accepts_extra_known_columns(store: RolloutStore) -> None:
 
 def test_append_rejects_unknown_columns_and_skips_empty(store: RolloutStore) -> None:
     with pytest.raises(ValueError, match="unknown rollout columns"):
-        store.append(shard([("a", 0, 1.0, None)]).with_columns(pl.lit(1).alias("api_key")))
-    assert store.append(shard([])) is None
+        store.append(rollout_frame([("a", 0, 1.0, None)]).with_columns(pl.lit(1).alias("api_key")))
+    assert store.append(rollout_frame([])) is None
     assert store.shard_paths() == []
 
 
 def test_shards_accumulate_in_write_order(store: RolloutStore) -> None:
-    paths = [store.append(shard([("a", i, 1.0, None)])) for i in range(5)]
+    paths = [store.append(rollout_frame([("a", i, 1.0, None)])) for i in range(5)]
     assert store.shard_paths() == paths
     assert store.rollouts()["run_idx"].sort().to_list() == [0, 1, 2, 3, 4]
     # Only finished shards in rollouts/, no temporary files.
@@ -135,7 +125,7 @@ def test_shards_accumulate_in_write_order(store: RolloutStore) -> None:
 
 def test_dedup_scored_beats_error_and_later_beats_earlier(store: RolloutStore) -> None:
     store.append(
-        shard(
+        rollout_frame(
             [
                 ("a", 0, None, "timeout"),  # later shard scores it: score wins
                 ("a", 1, 1.0, None),  # later shard errors on it: the score still wins
@@ -146,7 +136,7 @@ def test_dedup_scored_beats_error_and_later_beats_earlier(store: RolloutStore) -
         )
     )
     store.append(
-        shard(
+        rollout_frame(
             [
                 ("a", 0, 1.0, None),
                 ("a", 1, None, "rate limited"),
@@ -169,12 +159,12 @@ def test_dedup_scored_beats_error_and_later_beats_earlier(store: RolloutStore) -
 
 
 def test_dedup_within_a_single_shard_prefers_scored(store: RolloutStore) -> None:
-    store.append(shard([("a", 0, None, "timeout"), ("a", 0, 1.0, None)]))
+    store.append(rollout_frame([("a", 0, None, "timeout"), ("a", 0, 1.0, None)]))
     assert as_dict(store.rollouts()) == {("a", 0): (1.0, None)}
 
 
 def test_corrupt_shard_is_an_input_error(store: RolloutStore) -> None:
-    store.append(shard([("a", 0, 1.0, None)]))
+    store.append(rollout_frame([("a", 0, 1.0, None)]))
     (store.rollouts_dir / "part-99999999999999999999-1-000000.parquet").write_bytes(b"garbage")
     with pytest.raises(InputError, match="cannot read rollout shards") as info:
         store.rollouts()
