@@ -51,15 +51,10 @@ def verdict(missed: bool, no_check: bool, failure: str) -> int:
 
 def load_workload(data: str, limit: int | None = None) -> tuple[dict[str, Prompt], dict[str, Any]]:
     """(chat prompt, reference) by sample id for the first `limit` samples of `data`."""
-    from curate.data.samples import assign_ids, build_prompts, load_dataset, resolve_fields
+    from curate.data.samples import load_samples, prompts_by_id, references_by_id
 
-    frame = load_dataset(data, limit=limit)
-    fields = resolve_fields(frame)
-    frame = assign_ids(frame, fields)
-    ids = frame["sample_id"].to_list()
-    prompts = dict(zip(ids, build_prompts(frame, fields, "chat"), strict=True))
-    refs = dict(zip(ids, frame[fields.answer_field].to_list(), strict=True))
-    return prompts, refs
+    frame, fields = load_samples(data, limit=limit)
+    return prompts_by_id(frame, fields, "chat"), references_by_id(frame, fields)
 
 
 def timed_eval(

@@ -185,7 +185,7 @@ def tiny_engine(model: str, max_len: int, kv_cache_gb: float) -> Iterator[Any]:
 def live(args: argparse.Namespace) -> None:
     """The tiny model: a fixed-N run, its replay, then live adaptive runs on one engine."""
     from curate.backends.base import SamplingConfig
-    from curate.data.samples import assign_ids, build_prompts, load_dataset, resolve_fields
+    from curate.data.samples import load_samples, prompts_by_id, references_by_id
     from curate.engine.adaptive import run_adaptive
     from curate.engine.runner import run_eval
     from curate.graders import get_grader
@@ -200,11 +200,9 @@ def live(args: argparse.Namespace) -> None:
     # 256 as the test suite asks, unless the model's positions stop short of it.
     config = json.loads((model / "config.json").read_text())
     max_len = min(256, int(config.get("max_position_embeddings") or 256))
-    frame = load_dataset(Path(args.data))
-    fields = resolve_fields(frame)
-    frame = assign_ids(frame, fields)
+    frame, fields = load_samples(Path(args.data))
     ids = frame["sample_id"].to_list()
-    refs = dict(zip(ids, frame[fields.answer_field].to_list(), strict=True))
+    refs = references_by_id(frame, fields)
     sampling = SamplingConfig(temperature=1.0, top_p=1.0, max_tokens=args.max_tokens)
     n, size = args.runs, len(ids)
     print(f"\n== tiny model {model.name}: {size} samples of {Path(args.data).name}, N = {n} ==")
@@ -215,7 +213,7 @@ def live(args: argparse.Namespace) -> None:
     ):
         print(f"engine start-up: {time.perf_counter() - t0:.1f} s")
         mode = "chat" if backend.info().has_chat_template else "completion"
-        prompts = dict(zip(ids, build_prompts(frame, fields, mode), strict=True))
+        prompts = prompts_by_id(frame, fields, mode)
         grader = get_grader("numeric")
         common = dict(
             backend=backend,

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from curate.backends.base import SamplingConfig
 from curate.cli.app import app
-from curate.data.samples import assign_ids, build_prompts, load_dataset, resolve_fields
+from curate.data.samples import load_samples, prompts_by_id, references_by_id
 from curate.engine.evaluate import EvalOptions
 from curate.engine.runner import EvalResult, run_eval
 from curate.graders import get_grader
@@ -125,13 +125,8 @@ def chat_prompts_and_references(
     data: Path, limit: int | None = None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(chat prompt, reference) by sample id for the first `limit` rows of `data`."""
-    frame = load_dataset(data, limit=limit)
-    fields = resolve_fields(frame)
-    frame = assign_ids(frame, fields)
-    ids = frame["sample_id"].to_list()
-    prompts = dict(zip(ids, build_prompts(frame, fields, "chat"), strict=True))
-    refs = dict(zip(ids, frame[fields.answer_field].to_list(), strict=True))
-    return prompts, refs
+    frame, fields = load_samples(data, limit=limit)
+    return prompts_by_id(frame, fields, "chat"), references_by_id(frame, fields)
 
 
 def run_chat_eval(

@@ -208,6 +208,47 @@ def assign_ids(frame: pl.DataFrame, fields: FieldMap, *, source: object = None) 
     return frame.with_columns(pl.Series("sample_id", hashes, dtype=pl.String))
 
 
+def load_samples(
+    path: str | os.PathLike[str],
+    *,
+    limit: int | None = None,
+    split: str | None = None,
+    prompt_field: str | None = None,
+    answer_field: str | None = None,
+    id_field: str | None = None,
+    template: str | None = None,
+) -> tuple[pl.DataFrame, FieldMap]:
+    """`load_dataset`, its fields resolved, and a `sample_id` on every row."""
+    frame = load_dataset(path, limit=limit, split=split)
+    fields = resolve_fields(
+        frame,
+        prompt_field=prompt_field,
+        answer_field=answer_field,
+        id_field=id_field,
+        template=template,
+        source=path,
+    )
+    return assign_ids(frame, fields, source=path), fields
+
+
+def prompts_by_id(
+    frame: pl.DataFrame,
+    fields: FieldMap,
+    mode: Mode,
+    *,
+    system: str | None = None,
+    source: object = None,
+) -> dict[str, Prompt]:
+    """`build_prompts` keyed by sample_id (of a frame from `load_samples`)."""
+    prompts = build_prompts(frame, fields, mode, system=system, source=source)
+    return dict(zip(frame["sample_id"].to_list(), prompts, strict=True))
+
+
+def references_by_id(frame: pl.DataFrame, fields: FieldMap) -> dict[str, Any]:
+    """The reference answer keyed by sample_id (of a frame from `load_samples`)."""
+    return dict(zip(frame["sample_id"].to_list(), answer_values(frame, fields), strict=True))
+
+
 def build_prompts(
     frame: pl.DataFrame,
     fields: FieldMap,

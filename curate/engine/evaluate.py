@@ -13,12 +13,10 @@ from curate.backends.base import Mode, SamplingConfig
 from curate.backends.registry import open_backend
 from curate.data.samples import (
     FieldMap,
-    answer_values,
-    assign_ids,
-    build_prompts,
     file_sha256,
-    load_dataset,
-    resolve_fields,
+    load_samples,
+    prompts_by_id,
+    references_by_id,
 )
 from curate.engine.adaptive import DEFAULT_ROUND_SIZE, AdaptivePolicy, run_adaptive
 from curate.engine.progress import Progress
@@ -92,16 +90,15 @@ def _local_chat_template(model: str) -> bool | None:
 
 def load_eval_samples(opts: EvalOptions) -> tuple[pl.DataFrame, FieldMap]:
     """The samples `opts` names, with their fields resolved and a `sample_id` each."""
-    frame = load_dataset(opts.data, limit=opts.limit, split=opts.split)
-    fields = resolve_fields(
-        frame,
+    return load_samples(
+        opts.data,
+        limit=opts.limit,
+        split=opts.split,
         prompt_field=opts.prompt_field,
         answer_field=opts.answer_field,
         id_field=opts.id_field,
         template=opts.template,
-        source=opts.data,
     )
-    return assign_ids(frame, fields, source=opts.data), fields
 
 
 def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome:
@@ -110,7 +107,7 @@ def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome
         raise UsageError("--runs must be at least 1")
     policy = adaptive_policy(opts)
     frame, fields = load_eval_samples(opts)
-    references = dict(zip(frame["sample_id"].to_list(), answer_values(frame, fields), strict=True))
+    references = references_by_id(frame, fields)
     grader_spec = opts.grader or default_grader_spec(list(references.values()))
     grader = get_grader(grader_spec)
     run_dir = opts.out or default_run_dir(opts.data, opts.model)
@@ -169,8 +166,7 @@ def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome
             if opts.split is not None:
                 manifest["dataset_split"] = opts.split
             _check_resume(previous, manifest, run_dir, ignore=set())
-            prompts_list = build_prompts(frame, fields, mode, system=opts.system, source=opts.data)
-            prompts = dict(zip(frame["sample_id"].to_list(), prompts_list, strict=True))
+            prompts = prompts_by_id(frame, fields, mode, system=opts.system, source=opts.data)
             store.create()
             store.write_samples(frame)
             store.write_manifest(manifest)

@@ -6,7 +6,15 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from curate.data.samples import assign_ids, build_prompts, load_dataset, resolve_fields
+from curate.data.samples import (
+    assign_ids,
+    build_prompts,
+    load_dataset,
+    load_samples,
+    prompts_by_id,
+    references_by_id,
+    resolve_fields,
+)
 from curate.errors import InputError, UsageError
 
 
@@ -76,3 +84,20 @@ def test_id_field_duplicates_and_missing_columns_are_input_errors(tmp_path: Path
         resolve_fields(pl.DataFrame({"answer": ["q"]}))
     with pytest.raises(InputError, match="no such file"):
         load_dataset(tmp_path / "missing.jsonl")
+
+
+def test_prompts_and_references_keyed_by_sample_id(tmp_path: Path) -> None:
+    rows = [
+        {"id": "a", "question": "1+1", "answer": "2"},
+        {"id": "b", "question": "2+2", "answer": "4"},
+        {"id": "c", "question": "3+3", "answer": "6"},
+    ]
+    frame, fields = load_samples(_write(tmp_path / "d.jsonl", rows), limit=2, id_field="id")
+    assert frame["sample_id"].to_list() == ["a", "b"]
+    assert references_by_id(frame, fields) == {"a": "2", "b": "4"}
+    assert prompts_by_id(frame, fields, "completion") == {"a": "1+1", "b": "2+2"}
+    chat = prompts_by_id(frame, fields, "chat", system="be brief")
+    assert chat["b"] == [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "2+2"},
+    ]
