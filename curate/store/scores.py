@@ -204,8 +204,12 @@ def _validated_score() -> pl.Expr:
 
 def _all_binary(frame: pl.DataFrame) -> bool:
     """Every scored rollout (no error, a score) is exactly 0 or 1."""
+    import polars as pl
 
-    score = _validated_score()
+    # Without failed rollouts every score counts: compare the column as read rather
+    # than build a validated copy of it (millions of rows).
+    no_errors = frame["error"].null_count() == frame.height
+    score = pl.col("_score") if no_errors else _validated_score()
     return bool(frame.select(((score == 0.0) | (score == 1.0)).all()).item())
 
 

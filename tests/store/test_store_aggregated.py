@@ -29,6 +29,7 @@ from curate.stats.per_sample import (
 from curate.store.run_dir import RolloutStore
 from curate.store.scores import (
     _aggregate_dense,
+    _aggregate_in_one_pass,
     _all_binary,
     _one_pass_plan,
     load_aggregated,
@@ -300,3 +301,15 @@ def test_binary_aggregate_from_the_three_counts() -> None:
     assert want.filter(pl.col("sample_id") == "s7")["n_rollouts"].item() == 0
     got = binary_aggregate(want.select("sample_id", "n_rollouts", "n_errors", "successes"))
     assert_frame_equal(got, want)
+
+
+@pytest.mark.parametrize("compress", [False, True])
+@pytest.mark.parametrize(
+    "layout", ["dense", "dense_partial", "run_major", "shuffled", "failed_rollouts", "ragged"]
+)
+def test_valid_parquet_takes_the_one_pass_read(tmp_path: Path, layout: str, compress: bool) -> None:
+    """The one-pass read falls back to load_scores on anything unexpected, which gives
+    the same numbers: only this check notices when the fast path itself breaks."""
+    path = tmp_path / "scores.parquet"
+    LAYOUTS[layout].write_parquet(path)
+    assert _aggregate_in_one_pass(path, compress) is not None
