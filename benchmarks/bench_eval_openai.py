@@ -73,7 +73,7 @@ def run(
 ) -> int:
     from curate.backends.base import SamplingConfig
     from curate.backends.openai_api import open_openai
-    from curate.engine.seeds import derive_seed
+    from curate.core.seeds import derive_seed
 
     sampling = SamplingConfig(temperature=1.0, top_p=1.0, max_tokens=args.max_tokens)
     rollouts = len(prompts) * args.runs

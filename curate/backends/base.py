@@ -5,29 +5,23 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-Mode = Literal["chat", "completion"]
-Message = dict[str, Any]
-Prompt = str | list[Message]
+from curate.core.prompts import Message, Mode, Prompt
+from curate.core.sampling import SamplingConfig
 
-
-@dataclass(frozen=True, slots=True)
-class SamplingConfig:
-    """Sampling settings shared by every request of a run."""
-
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_tokens: int = 256
-    stop: tuple[str, ...] = ()
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "max_tokens": self.max_tokens,
-            "stop": list(self.stop),
-        }
+# The prompt and sampling types are the ground floor's; backends speak them.
+__all__ = [
+    "Backend",
+    "BackendInfo",
+    "Generation",
+    "GenerationRequest",
+    "Message",
+    "Mode",
+    "Prompt",
+    "SamplingConfig",
+    "StreamingBackend",
+]
 
 
 @dataclass(frozen=True, slots=True)

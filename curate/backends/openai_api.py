@@ -42,7 +42,7 @@ from curate.backends.base import (
     Prompt,
     SamplingConfig,
 )
-from curate.engine.seeds import derive_seed
+from curate.core.seeds import derive_seed
 from curate.errors import CurateError, RunError, UsageError
 
 log = logging.getLogger(__name__)

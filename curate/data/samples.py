@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from curate.backends.base import Message, Mode, Prompt
+from curate.core.prompts import Message, Mode, Prompt
 from curate.data.sources import read_source, source_sha256
 from curate.errors import InputError, UsageError
 

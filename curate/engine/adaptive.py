@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from curate.core.outcome import PASS_SCORE, outcome_of_scores
 from curate.engine.progress import NullProgress, OutcomeTally, Progress
 from curate.engine.runner import DEFAULT_CHUNK_SIZE, EvalResult, run_eval, stored_outcomes
 from curate.errors import UsageError
@@ -45,8 +46,6 @@ if TYPE_CHECKING:
 # One draw per round: a sample stops at the very draw that mixes it (Reinforce-Ada-Seq);
 # an untouched sample still draws two, the fewest that can be mixed.
 DEFAULT_ROUND_SIZE = 1
-# Same threshold as the statistics: a rollout "passes" at full credit.
-PASS_SCORE = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,17 +307,11 @@ def replay(policy: AdaptivePolicy, sequences: Mapping[str, Sequence[float]]) -> 
 
 
 def outcome_label(scores: Sequence[float]) -> str | None:
-    """always_correct / always_incorrect / mixed (seed 004's labels; None: no outcome).
+    """The outcome of a sequence of scores (`curate.core.outcome`; None: no outcome).
 
-    "mixed" here is every other case, including the same partial credit throughout.
+    "mixed" is every other case, including the same partial credit throughout.
     """
-    if not scores:
-        return None
-    if min(scores) >= PASS_SCORE:
-        return "always_correct"
-    if max(scores) <= 0.0:
-        return "always_incorrect"
-    return "mixed"
+    return outcome_of_scores(scores)
 
 
 # -- driving the policy against a backend ------------------------------------
@@ -406,7 +399,7 @@ class _CombinedTally(OutcomeTally):
     """The live tally line over every sample: the samples outside this round are fixed."""
 
     def __init__(self, base: tuple[int, int, int], live: OutcomeTally) -> None:
-        super().__init__(scored=live.scored, passed=live.passed)
+        super().__init__(scored=live.scored, passed=live.passed, credited=live.credited)
         self.base = base
 
     def counts(self) -> tuple[int, int, int]:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from curate.stats.usage import cost_usd
 
 if TYPE_CHECKING:
-    from curate.backends.base import Prompt
+    from curate.core.prompts import Prompt
     from curate.engine.evaluate import EvalOptions
 
 # Chat-template tokens per message (role markers, separators) when only counting text.

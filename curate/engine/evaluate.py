@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from curate.backends.base import Mode, SamplingConfig
 from curate.backends.registry import open_backend
+from curate.core.prompts import Mode
+from curate.core.sampling import SamplingConfig
 from curate.data.samples import (
     FieldMap,
     file_sha256,

@@ -8,49 +8,52 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from curate.core.outcome import LABELS, OUTCOMES, PASS_SCORE, SHORT_LABELS, outcome_of
+
 if TYPE_CHECKING:
     from rich.progress import TaskID
 
 
 @dataclass
 class OutcomeTally:
-    """Per-sample running counts, for the live always-correct / always-wrong / mixed line."""
+    """Per-sample running counts, for the live always-correct / always-incorrect / mixed
+    line (the rule and the words of `curate.core.outcome`)."""
 
     scored: dict[str, int] = field(default_factory=dict)
     passed: dict[str, int] = field(default_factory=dict)
+    # Samples with some credit on some rollout (partial credit is not "always incorrect").
+    credited: set[str] = field(default_factory=set)
 
     def add(self, sample_id: str, score: float | None) -> None:
         if score is None:
             return
         self.scored[sample_id] = self.scored.get(sample_id, 0) + 1
-        if score >= 1.0:
+        if score >= PASS_SCORE:
             self.passed[sample_id] = self.passed.get(sample_id, 0) + 1
+        if score > 0.0:
+            self.credited.add(sample_id)
 
     def add_many(self, pairs: Iterable[tuple[str, float | None]]) -> None:
         for sid, score in pairs:
             self.add(sid, score)
 
     def counts(self) -> tuple[int, int, int]:
-        """(always correct, always wrong, mixed) over samples scored so far."""
-        right = wrong = mixed = 0
+        """(always correct, always incorrect, mixed) over samples scored so far."""
+        found = dict.fromkeys(OUTCOMES, 0)
         for sid, n in self.scored.items():
-            c = self.passed.get(sid, 0)
-            if c == n:
-                right += 1
-            elif c == 0:
-                wrong += 1
-            else:
-                mixed += 1
-        return right, wrong, mixed
+            outcome = outcome_of(n, self.passed.get(sid, 0), 1.0 if sid in self.credited else 0.0)
+            if outcome is not None:
+                found[outcome] += 1
+        return found["always_correct"], found["always_incorrect"], found["mixed"]
 
     def line(self) -> str:
-        right, wrong, mixed = self.counts()
-        return f"always right {right} · always wrong {wrong} · mixed {mixed}"
+        counts = zip(OUTCOMES, self.counts(), strict=True)
+        return " · ".join(f"{LABELS[name]} {count}" for name, count in counts)
 
     def short(self) -> str:
         """The same counts, narrow enough for an 80-column progress bar."""
-        right, wrong, mixed = self.counts()
-        return f"right {right} wrong {wrong} mixed {mixed}"
+        counts = zip(OUTCOMES, self.counts(), strict=True)
+        return " ".join(f"{SHORT_LABELS[name]} {count}" for name, count in counts)
 
 
 class Progress(Protocol):

@@ -19,8 +19,9 @@ from curate.backends.base import (
     SamplingConfig,
     StreamingBackend,
 )
+from curate.core.rollout import Rollout, rollout_columns
+from curate.core.seeds import derive_seed
 from curate.engine.progress import NullProgress, OutcomeTally, Progress
-from curate.engine.seeds import derive_seed
 from curate.errors import CurateError, RunError, one_line
 from curate.graders import Grader
 from curate.store.run_dir import RolloutStore
@@ -115,63 +116,46 @@ def grade_generations(
     grader: Grader,
 ) -> dict[str, list[Any]]:
     """Rollout rows (column -> values) for a chunk; failed generations become error rows."""
-    cols: dict[str, list[Any]] = {
-        k: []
-        for k in (
-            "sample_id",
-            "run_idx",
-            "score",
-            "error",
-            "completion",
-            "extracted",
-            "finish_reason",
-            "truncated",
-            "prompt_tokens",
-            "completion_tokens",
-            "latency_s",
-            "seed",
-            "attempts",
-        )
-    }
+    records: list[Rollout] = []
     to_grade: list[int] = []
     for req, gens in zip(requests, generations, strict=True):
         for offset, gen in enumerate(gens):
-            row = len(cols["sample_id"])
-            cols["sample_id"].append(req.sample_id)
-            cols["run_idx"].append(req.first_run + offset)
-            cols["score"].append(None)
-            cols["error"].append(gen.error)
-            cols["completion"].append(gen.text)
-            cols["extracted"].append(None)
-            cols["finish_reason"].append(gen.finish_reason)
-            cols["truncated"].append(gen.finish_reason == "length")
-            cols["prompt_tokens"].append(gen.prompt_tokens)
-            cols["completion_tokens"].append(gen.completion_tokens)
-            cols["latency_s"].append(gen.latency_s)
-            cols["seed"].append(req.seed)
-            cols["attempts"].append(gen.attempts)
+            record = Rollout(
+                sample_id=req.sample_id,
+                run_idx=req.first_run + offset,
+                error=gen.error,
+                completion=gen.text,
+                finish_reason=gen.finish_reason,
+                truncated=gen.finish_reason == "length",
+                prompt_tokens=gen.prompt_tokens,
+                completion_tokens=gen.completion_tokens,
+                latency_s=gen.latency_s,
+                seed=req.seed,
+                attempts=gen.attempts,
+            )
             if gen.error is None:
                 if gen.text is None:
-                    cols["error"][row] = "backend returned no text"
+                    record.error = "backend returned no text"
                 else:
-                    to_grade.append(row)
+                    to_grade.append(len(records))
+            records.append(record)
     if to_grade:
         # Graders are pure functions of (completion, reference): grade each distinct
         # pair once. Short answers repeat a lot across a sample's rollouts.
-        pairs = [(cols["completion"][i], cols["sample_id"][i]) for i in to_grade]
+        pairs = [(records[i].completion or "", records[i].sample_id) for i in to_grade]
         unique = list(dict.fromkeys(pairs))
         results = grader.grade_batch(
             [text for text, _ in unique], [references[sid] for _, sid in unique]
         )
         by_pair = dict(zip(unique, results, strict=True))
         for i, pair in zip(to_grade, pairs, strict=True):
-            res = by_pair[pair]
-            cols["extracted"][i] = res.extracted
+            res, record = by_pair[pair], records[i]
+            record.extracted = res.extracted
             if res.error is not None:
-                cols["error"][i] = f"grader: {res.error}"
+                record.error = f"grader: {res.error}"
             else:
-                cols["score"][i] = res.score
-    return cols
+                record.score = res.score
+    return rollout_columns(records)
 
 
 def _generate(

@@ -8,7 +8,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from curate import __version__
-from curate.backends.base import Mode, SamplingConfig
+from curate.core.prompts import Mode
+from curate.core.sampling import SamplingConfig
 
 # Manifest keys whose change would change the scores: a resume must refuse them.
 SCORE_KEYS = (

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from curate.backends.base import Message, Mode
+from curate.core.prompts import Message, Mode
 from curate.errors import UsageError
 from curate.store.atomic import atomic_path
 

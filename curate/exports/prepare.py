@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from curate.backends.base import Mode
+from curate.core.prompts import Mode
 from curate.data.samples import FieldMap, answer_values, build_prompts, resolve_fields
 from curate.errors import InputError, UsageError
 from curate.exports.base import (

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from curate.core.outcome import CATEGORIES
 from curate.errors import InputError, UsageError
-from curate.stats.per_sample import CATEGORIES
 
 if TYPE_CHECKING:
     import polars as pl

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from curate.core.outcome import LABELS, SHORT_LABELS
 from curate.errors import InputError
 
 if TYPE_CHECKING:
@@ -24,20 +25,10 @@ CATEGORY_ORDER: tuple[str, ...] = (
     "always_correct",
 )
 
-CATEGORY_LABELS: dict[str, str] = {
-    "always_incorrect": "always incorrect",
-    "low_variance": "low variance",
-    "high_variance": "high variance",
-    "always_correct": "always correct",
-}
-
+# What the bands and legends say: the one vocabulary of `curate.core.outcome`.
+CATEGORY_LABELS: dict[str, str] = LABELS
 # Short names for in-plot band labels, which must fit into narrow bands.
-CATEGORY_SHORT: dict[str, str] = {
-    "always_incorrect": "always wrong",
-    "low_variance": "low var",
-    "high_variance": "high var",
-    "always_correct": "always right",
-}
+CATEGORY_SHORT: dict[str, str] = SHORT_LABELS
 
 # Light background colours for bands; kept pale and away from blue/red so that the blue
 # mean/std marks and the red best-score marks stay the most visible things on the plot.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from curate.core.outcome import LABELS
 from curate.errors import InputError
 from curate.plots._common import (
     CATEGORY_STRONG,
@@ -50,7 +51,7 @@ def histogram_figure(
 ) -> Figure:
     """Counts of samples by `column` (pass_rate, mean_score or smoothed_pass_rate).
 
-    Samples at exactly 0 and exactly 1 (always wrong / always right) are the ones with no
+    Samples at exactly 0 and exactly 1 (always incorrect / always correct) are the ones with no
     learning signal; they get their own coloured bars outside the [0, 1] range so that they
     are never hidden inside the first or last bin. Every bar is labelled with its count.
     `log` puts counts on a log scale, for when the spikes dwarf everything else.
@@ -84,17 +85,17 @@ def histogram_figure(
         n_zero,
         width=_SPIKE_WIDTH,
         color=CATEGORY_STRONG["always_incorrect"],
-        label=f"{name} = 0 (always wrong): {n_zero:,} ({share(n_zero, n)})",
+        label=f"{name} = 0 ({LABELS['always_incorrect']}): {n_zero:,} ({share(n_zero, n)})",
     )
     right = ax.bar(
         _ONE_X,
         n_one,
         width=_SPIKE_WIDTH,
         color=CATEGORY_STRONG["always_correct"],
-        label=f"{name} = 1 (always right): {n_one:,} ({share(n_one, n)})",
+        label=f"{name} = 1 ({LABELS['always_correct']}): {n_one:,} ({share(n_one, n)})",
     )
     n_inner = len(inner)
-    inner_bars.set_label(f"0 < {name} < 1 (mixed): {n_inner:,} ({share(n_inner, n)})")
+    inner_bars.set_label(f"0 < {name} < 1 ({LABELS['mixed']}): {n_inner:,} ({share(n_inner, n)})")
 
     _label_spike(ax, left, n_zero, n)
     _label_spike(ax, right, n_one, n)

@@ -130,6 +130,9 @@ def _sorted_scored(per_sample: pl.DataFrame, threshold: float) -> pl.DataFrame:
         pl.col("mean_score").cast(pl.Float64),
         pl.col("best_score").cast(pl.Float64),
     )
+    if "variance" not in frame.columns:
+        # A per-sample frame that carries only the spread: its square is the variance.
+        frame = frame.with_columns((pl.col("std_dev") ** 2).alias("variance"))
     derived = _derived_category(frame, threshold)
     if "category" in frame.columns:
         category = pl.col("category").cast(pl.String).fill_null(derived)
@@ -152,24 +155,12 @@ def _sorted_scored(per_sample: pl.DataFrame, threshold: float) -> pl.DataFrame:
 
 
 def _derived_category(frame: pl.DataFrame, threshold: float) -> pl.Expr:
-    """The category rule from the design docs, for rows where `category` is not given."""
-    import polars as pl
+    """The category rule (`curate.core.outcome`), for rows where `category` is not given.
+    The frame holds scored samples and a `variance` column."""
+    from curate.core.outcome import category_expr
 
-    if "variance" in frame.columns:
-        var = pl.col("variance").cast(pl.Float64).fill_nan(None).fill_null(0.0)
-    else:
-        var = pl.col("std_dev") ** 2
-    mean = pl.col("mean_score")
-    best = pl.col("best_score")
-    return (
-        pl.when((best >= 1.0) & (var <= 0.0))
-        .then(pl.lit("always_correct"))
-        .when(best <= 0.0)
-        .then(pl.lit("always_incorrect"))
-        .when((var > threshold) & (mean > 0.0) & (mean < 1.0))
-        .then(pl.lit("high_variance"))
-        .otherwise(pl.lit("low_variance"))
-    )
+    worst = "worst_score" if "worst_score" in frame.columns else None
+    return category_expr(threshold, n=None, worst=worst)
 
 
 def _bands(categories: list[str]) -> list[_Band]:

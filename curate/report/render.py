@@ -6,18 +6,17 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
+from curate.core.outcome import CATEGORIES, LABELS
 from curate.report.gates import GateResult
 from curate.stats.dataset import DatasetSummary
-from curate.stats.per_sample import CATEGORIES
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+# The table names the learnable category as such.
 CATEGORY_LABELS = {
-    "always_correct": "always correct",
-    "always_incorrect": "always incorrect",
-    "high_variance": "high variance (learnable)",
-    "low_variance": "low variance",
+    **{c: LABELS[c] for c in CATEGORIES},
+    "high_variance": f"{LABELS['high_variance']} (learnable)",
 }
 
 

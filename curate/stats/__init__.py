@@ -1,5 +1,6 @@
 """Statistics: pure functions from polars frames to polars frames (and plain summaries)."""
 
+from curate.core.outcome import CATEGORIES, DEFAULT_THRESHOLD
 from curate.stats.analysis import Analysis, analyze
 from curate.stats.dataset import (
     DatasetSummary,
@@ -10,9 +11,7 @@ from curate.stats.dataset import (
 )
 from curate.stats.estimators import BetaPrior, fit_beta_prior, pass_at_k
 from curate.stats.per_sample import (
-    CATEGORIES,
     DEFAULT_GROUP_SIZE,
-    DEFAULT_THRESHOLD,
     aggregate_rollouts,
     sample_stats,
 )

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from curate.core.outcome import CATEGORIES
 from curate.stats.estimators import BetaPrior, gate_open_bernoulli, pass_at_k
 from curate.stats.per_sample import (
-    CATEGORIES,
     MULTIPLICITY,
     gate_forecast,
     pair_histogram,
@@ -214,7 +214,7 @@ def summarize(
     ).row(0, named=True)
     errors = int(totals["errors"] or 0)
     rollouts = int(totals["scored"] or 0) + errors
-    counts = dict.fromkeys(CATEGORIES, 0)
+    counts: dict[str, int] = dict.fromkeys(CATEGORIES, 0)
     for name, count in scored.group_by("category").agg(w.sum()).rows():
         counts[name] = int(count)
     means = scored.select(

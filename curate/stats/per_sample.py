@@ -9,6 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from curate.core.outcome import (
+    DEFAULT_THRESHOLD,
+    PASS_SCORE,
+    category_expr,
+)
 from curate.stats.estimators import (
     BetaPrior,
     choose_ratio,
@@ -22,15 +27,7 @@ from curate.stats.estimators import (
 if TYPE_CHECKING:
     import polars as pl
 
-CATEGORIES = ("always_correct", "always_incorrect", "high_variance", "low_variance")
-DEFAULT_THRESHOLD = 0.01
 DEFAULT_GROUP_SIZE = 8
-# A rollout "passes" when it earns full credit; partial credit counts toward the
-# mean and variance, not toward pass@k or the pass rate.
-PASS_SCORE = 1.0
-# Variances come from sums of squares and carry ~1e-16 of rounding: a variance this
-# close to the threshold counts as equal to it (so not "above" it), e.g. [0.4, 0.6].
-VARIANCE_TOLERANCE = 1e-12
 # In a compressed frame (one row per distinct statistics, no sample_id), how many
 # samples a row stands for. Data-set statistics weight every row by it.
 MULTIPLICITY = "multiplicity"
@@ -301,32 +298,6 @@ def stats_from_aggregate(
         "category",
         *([MULTIPLICITY] if compressed else []),
     )
-
-
-def category_expr(threshold: float) -> pl.Expr:
-    """Seed 004's four categories; samples without a scored rollout get null."""
-    import polars as pl
-
-    best, worst, mean, var = (
-        pl.col("best_score"),
-        pl.col("worst_score"),
-        pl.col("mean_score"),
-        pl.col("variance"),
-    )
-    # The branch picks an index into CATEGORIES and the names are gathered once at the
-    # end: choosing among string literals row by row costs ~10x more on a million rows.
-    code = (
-        pl.when(pl.col("n_rollouts") == 0)
-        .then(None)
-        .when((best == 1.0) & (worst == 1.0))
-        .then(CATEGORIES.index("always_correct"))
-        .when(best == 0.0)
-        .then(CATEGORIES.index("always_incorrect"))
-        .when((var > threshold + VARIANCE_TOLERANCE) & (mean > 0.0) & (mean < 1.0))
-        .then(CATEGORIES.index("high_variance"))
-        .otherwise(CATEGORIES.index("low_variance"))
-    )
-    return pl.lit(pl.Series(CATEGORIES, dtype=pl.String)).gather(code)
 
 
 def gate_probability(n: int, c: int, prior: BetaPrior, group_size: int) -> float:

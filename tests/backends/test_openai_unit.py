@@ -24,7 +24,7 @@ from curate.backends.openai_api import (
     scrub,
     split_total,
 )
-from curate.engine.seeds import derive_seed
+from curate.core.seeds import derive_seed
 from curate.errors import RunError, UsageError
 from tests.backends.fault_proxy import (
     FakeOpenAIServer,

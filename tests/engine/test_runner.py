@@ -8,9 +8,9 @@ import pytest
 
 from curate.backends.base import GenerationRequest, SamplingConfig
 from curate.backends.fake import FakeBackend
+from curate.core.seeds import derive_seed
 from curate.engine.evaluate import evaluate
 from curate.engine.runner import EvalResult, plan_requests, run_eval
-from curate.engine.seeds import derive_seed
 from curate.errors import UsageError
 from curate.graders import get_grader
 from curate.store.run_dir import RolloutStore
