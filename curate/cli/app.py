@@ -3,6 +3,7 @@ load inside the commands, so `curate --help` stays fast."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from typing import Annotated
@@ -78,8 +79,7 @@ def _is_status(code: object) -> bool:
 def _exit_now(code: int) -> None:
     """Flush what the command printed, then end the process at once."""
     for stream in (sys.stdout, sys.stderr):
-        try:
+        # A closed pipe: the reader left (`| head`); the command's status stands.
+        with contextlib.suppress(OSError, ValueError):
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe: nothing more can be said
-            code = code or 1
     os._exit(code)

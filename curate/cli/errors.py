@@ -10,6 +10,7 @@ from typing import ParamSpec, TypeVar
 
 import typer
 
+from curate.cli.output import silence_stdout
 from curate.errors import CurateError, one_line
 
 P = ParamSpec("P")
@@ -35,6 +36,12 @@ def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
             return fn(*args, **kwargs)
         except (typer.Exit, typer.Abort):
             raise
+        except BrokenPipeError:
+            # The reader went away (`curate ... | head`) before the command could say
+            # how it ended: not a failure of ours (curate.cli.output keeps the status
+            # where the command writes through it).
+            silence_stdout()
+            raise typer.Exit(0) from None
         except CurateError as exc:
             if debug_enabled():
                 raise

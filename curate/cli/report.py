@@ -11,6 +11,7 @@ import typer
 
 from curate.cli.errors import handle_errors
 from curate.cli.options import GroupSizeOpt, RunArg, ThresholdOpt
+from curate.cli.output import stdout_console, write_stdout
 
 
 class ReportFormat(str, Enum):
@@ -75,23 +76,37 @@ def report(
     if format is ReportFormat.json:
         from curate.report.render import render_json
 
-        sys.stdout.write(render_json(summary, gates, source=name, usage=usage))
+        write_stdout(render_json(summary, gates, source=name, usage=usage))
     elif format is ReportFormat.markdown:
         from curate.report.render import render_markdown
 
         text = render_markdown(summary, gates, source=name, usage=usage)
-        sys.stdout.write(text)
-        summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
-        if summary_file:
-            with open(summary_file, "a", encoding="utf-8") as fh:
-                fh.write(text)
+        write_stdout(text)
+        append_step_summary(text)
     else:
-        from rich.console import Console
-
         from curate.report.render import render_table
 
-        render_table(summary, gates, Console(), source=name, usage=usage)
+        render_table(summary, gates, stdout_console(), source=name, usage=usage)
     if built.failed_gates:
         for g in built.failed_gates:
             print(f"curate: gate failed: {g.name}: {g.message}", file=sys.stderr)
         raise typer.Exit(1)
+
+
+def append_step_summary(text: str) -> None:
+    """Append the Markdown report to $GITHUB_STEP_SUMMARY when it is set. A file that
+    cannot be written is a warning, not a failure: the report is on stdout already and
+    the gates alone decide the exit status."""
+    summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not summary_file:
+        return
+    try:
+        with open(summary_file, "a", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        print(
+            f"curate: warning: GITHUB_STEP_SUMMARY={summary_file}: cannot append the "
+            f"report ({reason}); the job summary is left without it",
+            file=sys.stderr,
+        )
