@@ -16,7 +16,7 @@ import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 
 @contextlib.contextmanager
@@ -40,8 +40,15 @@ def engine_output_to(log_path: Path | None) -> Iterator[Path | None]:
         sys.stdout = _reopen(saved[1], old_streams[0])
         sys.stderr = _reopen(saved[2], old_streams[1])
 
-        def to_log(message: Any, category: Any, filename: str, lineno: int, *_: Any) -> None:
-            log.write(warnings.formatwarning(message, category, filename, lineno))
+        def to_log(
+            message: Warning | str,
+            category: type[Warning],
+            filename: str,
+            lineno: int,
+            file: IO[str] | None = None,
+            line: str | None = None,
+        ) -> None:
+            log.write(warnings.formatwarning(message, category, filename, lineno, line))
 
         warnings.showwarning = to_log
         yield log_path
