@@ -174,7 +174,7 @@ def filter_run(
     # Every output file and the rejects appear together or not at all.
     with ExitStack() as stack:
         written = write_export(fmt, batch, output, stack=stack)
-        _write_rejects(dropped, stack.enter_context(atomic_path(rejects)), rejects)
+        write_rejects(dropped, stack.enter_context(atomic_path(rejects)), rejects)
     reasons = dropped.group_by("drop_reason").len().sort("len", descending=True)
     return FilterResult(
         format=fmt.name,
@@ -188,7 +188,7 @@ def filter_run(
     )
 
 
-def _write_rejects(frame: pl.DataFrame, tmp: Path, final: Path) -> None:
+def write_rejects(frame: pl.DataFrame, tmp: Path, final: Path) -> None:
     """The rejects in the format the final name asks for (Parquet, else JSON Lines)."""
     if final.suffix.lower() in (".parquet", ".pq"):
         frame.write_parquet(tmp)
