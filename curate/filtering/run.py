@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 
 from curate.core.outcome import DEFAULT_THRESHOLD
 from curate.filtering.select import FilterSpec, parse_keep, parse_range
+from curate.stats.per_sample import DEFAULT_GROUP_SIZE
 
 if TYPE_CHECKING:
     import polars as pl
 
-DEFAULT_GROUP_SIZE = 8
 _TABLE_SUFFIXES = (".jsonl", ".ndjson", ".json", ".parquet", ".pq")
 
 

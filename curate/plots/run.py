@@ -8,10 +8,10 @@ from pathlib import Path
 
 from curate.core.outcome import DEFAULT_THRESHOLD
 from curate.errors import UsageError
+from curate.stats.per_sample import DEFAULT_GROUP_SIZE
 
 # The group sizes of the gate curve.
 GATE_CURVE_SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
-DEFAULT_GROUP_SIZE = 8
 
 
 def default_plot_path(run: str | os.PathLike[str], kind: str) -> Path:
