@@ -1,5 +1,6 @@
 """Per-sample rollout counts for a training run (seed 003's variance-minimising
-allocation, seed 002's inverse-p allocation), as pure functions frame -> frame."""
+allocation, seed 002's inverse-p allocation), as pure functions frame -> frame;
+`plan_rollouts` plans a run or score table (what `curate allocate` calls)."""
 
 from curate.allocation.apportion import apportion
 from curate.allocation.plan import (
@@ -10,13 +11,16 @@ from curate.allocation.plan import (
     join_plan,
     variance_proxy,
 )
+from curate.allocation.run import RolloutPlan, plan_rollouts
 
 __all__ = [
     "METHODS",
     "ZERO_SIGNAL",
+    "RolloutPlan",
     "allocate",
     "allocation_weights",
     "apportion",
     "join_plan",
+    "plan_rollouts",
     "variance_proxy",
 ]

@@ -1,4 +1,5 @@
-"""`curate allocate`: per-sample rollout counts for a training run, out of a total budget."""
+"""`curate allocate`: per-sample rollout counts for a training run, out of a total budget
+(parse the options, call `curate.allocation.plan_rollouts`, summarise the plan)."""
 
 from __future__ import annotations
 
@@ -67,51 +68,30 @@ def allocate(
     drop_zero_signal: Annotated[bool, typer.Option(help="Same as --zero-signal drop.")] = False,
 ) -> None:
     """Plan rollouts per sample for training from a run's pass rates (seeds 002 and 003)."""
-    import numpy as np
-
-    from curate.allocation import allocate as make_plan
-    from curate.allocation import variance_proxy
+    from curate.allocation import plan_rollouts
     from curate.errors import UsageError
-    from curate.stats.analysis import analyze
-    from curate.store.scores import load_scores
-    from curate.store.tables import table_format, write_table
 
-    table_format(output)  # an unknown suffix fails before any work
-    if budget < 1:
-        raise UsageError(f"--budget must be at least 1 (got {budget})")
-    if min_runs < 0:
-        raise UsageError(f"--min-runs must be at least 0 (got {min_runs})")
     if drop_zero_signal and zero_signal not in (ZeroSignal.min, ZeroSignal.drop):
         raise UsageError(f"--drop-zero-signal contradicts --zero-signal {zero_signal.value}")
-    rule = "drop" if drop_zero_signal else zero_signal.value
-    source = load_scores(run)
-    analysis = analyze(source.rollouts)
-    plan = make_plan(
-        analysis.per_sample,
+    plan = plan_rollouts(
+        run,
         budget,
+        output=output,
         method=method.value,
         min_runs=min_runs,
         max_runs=max_runs,
-        zero_signal=rule,
-        prior=analysis.prior,
+        zero_signal="drop" if drop_zero_signal else zero_signal.value,
     )
-    write_table(plan, output)
-    counts = plan["planned_rollouts"].to_numpy()
-    zero = int(plan["zero_signal"].sum()) if rule == "min" else 0
-    dropped = analysis.per_sample.height - plan.height
+    counts = plan.frame["planned_rollouts"].to_numpy()
     print(
-        f"planned {int(counts.sum())} rollouts over {plan.height} samples "
-        f"({method.value}; {counts.min()} to {counts.max()} per sample) -> {output}"
+        f"planned {int(counts.sum())} rollouts over {plan.frame.height} samples "
+        f"({plan.method}; {counts.min()} to {counts.max()} per sample) -> {output}"
     )
-    if zero:
-        print(f"  {zero} zero-signal sample(s) at --min-runs {min_runs}")
-    if dropped:
-        print(f"  {dropped} sample(s) left out (zero signal)")
-    # The yardstick of seed 003, on the smoothed rates: how much the plan cuts the
-    # gradient-estimate variance against spreading the same budget evenly.
-    sigma2 = (plan["bernoulli_std"] ** 2).to_numpy()
-    even = budget / plan.height
-    ratio = variance_proxy(sigma2, counts) / max(
-        variance_proxy(sigma2, np.full(plan.height, even)), 1e-300
+    if plan.at_minimum:
+        print(f"  {plan.at_minimum} zero-signal sample(s) at --min-runs {min_runs}")
+    if plan.left_out:
+        print(f"  {plan.left_out} sample(s) left out (zero signal)")
+    print(
+        f"  variance proxy sum p~(1-p~)/n: {plan.variance_ratio():.3f}x that of "
+        f"{plan.even_share:.1f} per sample"
     )
-    print(f"  variance proxy sum p~(1-p~)/n: {ratio:.3f}x that of {even:.1f} per sample")

@@ -1,4 +1,5 @@
-"""`curate plot`: the variance plot, the pass-rate histogram, and the gate curve."""
+"""`curate plot`: the variance plot, the pass-rate histogram, and the gate curve
+(parse the options, call `curate.plots.plot_run`, say where the plot went)."""
 
 from __future__ import annotations
 
@@ -18,13 +19,6 @@ class PlotKind(str, Enum):
     gate = "gate"
 
 
-def default_plot_path(run: Path, kind: str) -> Path:
-    """RUN/plots/KIND.png for a run directory, else TABLE.KIND.png beside the table."""
-    if run.is_dir():
-        return run / "plots" / f"{kind}.png"
-    return run.with_name(f"{run.stem}.{kind}.png")
-
-
 @handle_errors
 def plot(
     run: RunArg,
@@ -37,26 +31,7 @@ def plot(
     group_size: GroupSizeOpt = 8,
 ) -> None:
     """Draw seed 004's variance plot, a pass-rate histogram, or mixed-group odds against G."""
-    from curate.plots import gate_figure, histogram_figure, save_figure, variance_figure
-    from curate.stats.analysis import analyze
-    from curate.stats.dataset import gate_curve
-    from curate.store.scores import load_scores
+    from curate.plots.run import plot_run
 
-    target = output or default_plot_path(run, kind.value)
-    source = load_scores(run)
-    analysis = analyze(source.rollouts, threshold=threshold, group_size=group_size)
-    if kind is PlotKind.variance:
-        fig = variance_figure(
-            analysis.per_sample, title=f"Baseline variance: {run.name}", threshold=threshold
-        )
-    elif kind is PlotKind.histogram:
-        fig = histogram_figure(analysis.per_sample)
-    else:
-        sizes = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128]
-        curve = gate_curve(analysis.per_sample, analysis.prior, sizes, binary=analysis.binary)
-        fig = gate_figure(curve, group_size=group_size)
-    if output is None and run.is_dir():
-        # Only now: bad input must not leave a new plots/ directory behind.
-        target.parent.mkdir(exist_ok=True)
-    path = save_figure(fig, target)
+    path = plot_run(run, kind=kind.value, output=output, threshold=threshold, group_size=group_size)
     print(f"wrote {path}")

@@ -1,4 +1,5 @@
-"""`curate report`: the data-set summary, and CI gates on it."""
+"""`curate report`: the data-set summary, and CI gates on it (parse the options, call
+`curate.report.build.build_report`, render it)."""
 
 from __future__ import annotations
 

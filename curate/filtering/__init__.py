@@ -1,5 +1,7 @@
-"""Selecting the learnable subset and writing it out."""
+"""Selecting the learnable subset and writing it out: `decide` and `attach_fields` on
+frames, `filter_run` for a run or score table (what `curate filter` calls)."""
 
+from curate.filtering.run import FilterResult, filter_run, rejects_path
 from curate.filtering.select import (
     KEEP_CHOICES,
     STAT_COLUMNS,
@@ -13,9 +15,12 @@ from curate.filtering.select import (
 __all__ = [
     "KEEP_CHOICES",
     "STAT_COLUMNS",
+    "FilterResult",
     "FilterSpec",
     "attach_fields",
     "decide",
+    "filter_run",
     "parse_keep",
     "parse_range",
+    "rejects_path",
 ]

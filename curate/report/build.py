@@ -1,10 +1,10 @@
-"""From a run or score table to everything `curate report` prints and gates on."""
+"""`build_report`: from a run or score table to everything `curate report` prints and
+gates on (the library call behind the command)."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from curate.report.gates import GateResult, evaluate_gates
@@ -35,24 +35,14 @@ def build_report(
     price_out: float | None = None,
 ) -> Report:
     """Read the scores once, summarise them, check the requested gates."""
-    from curate.stats.analysis import analyze
-    from curate.stats.usage import report_usage
-    from curate.store.scores import load_aggregated
+    from curate.analysis import load_analysis
 
-    # Data-set statistics only: one pass over the file, and 0/1 scores compressed to
-    # a few weighted rows (no per-sample frame is kept).
-    source = load_aggregated(path, compress=True)
-    adaptive = bool(source.manifest and source.manifest.get("adaptive"))
-    analysis = analyze(
-        source.rollouts,
-        threshold=threshold,
-        group_size=group_size,
-        adaptive=adaptive,
-        aggregate=source.aggregate,
-    )
+    # Data-set statistics only: one pass over the file (token columns included), and
+    # 0/1 scores compressed to a few weighted rows (no per-sample frame is kept).
+    loaded = load_analysis(path, threshold=threshold, group_size=group_size, per_sample=False)
     gates = evaluate_gates(
-        analysis.summary, fail_under_signal=fail_under_signal, max_error_rate=max_error_rate
+        loaded.summary, fail_under_signal=fail_under_signal, max_error_rate=max_error_rate
     )
     # Token counts (and cost, given prices) when the input has them; else no section.
-    usage = report_usage(Path(path), price_in, price_out)
-    return Report(source=str(path), summary=analysis.summary, gates=gates, usage=usage)
+    usage = loaded.usage(price_in, price_out)
+    return Report(source=str(path), summary=loaded.summary, gates=gates, usage=usage)

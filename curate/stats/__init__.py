@@ -1,4 +1,9 @@
-"""Statistics: pure functions from polars frames to polars frames (and plain summaries)."""
+"""Statistics: pure functions from polars frames to polars frames (and plain summaries).
+
+Nothing here reads a file: `curate.store` reads, and `curate.analysis` hands what it
+read to these functions (per-sample aggregates of each layout the store describes,
+then `analyze`).
+"""
 
 from curate.core.outcome import CATEGORIES, DEFAULT_THRESHOLD
 from curate.stats.analysis import Analysis, analyze

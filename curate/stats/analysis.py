@@ -38,9 +38,9 @@ def analyze(
 ) -> Analysis:
     """Aggregate once, fit the prior once, then the per-sample and data-set statistics.
 
-    `aggregate` is `aggregate_rollouts(rollouts)` when the caller already has it (the
-    loader computes it in its reading pass); `rollouts` is then read only for
-    partial-credit scores. A compressed aggregate (`load_aggregated(compress=True)`)
+    `aggregate` is `aggregate_rollouts(rollouts)` when the caller already has it
+    (`curate.analysis` computes it from the store's read); `rollouts` is then read only
+    for partial-credit scores. A compressed aggregate (`load_aggregated(compress=True)`)
     gives a compressed `per_sample`: one row per distinct statistics, no sample_id.
     """
     agg = aggregate_rollouts(rollouts) if aggregate is None else aggregate

@@ -45,14 +45,25 @@ def aggregate_exprs() -> list[pl.Expr]:
 
     score = pl.col("score")
     return [
-        score.count().cast(pl.Int64).alias("n_rollouts"),
-        pl.col("error").is_not_null().sum().cast(pl.Int64).alias("n_errors"),
-        (score >= PASS_SCORE).sum().cast(pl.Int64).alias("successes"),
+        *count_exprs(),
         score.sum().alias("score_sum"),
         (score * score).sum().alias("score_sq_sum"),
         score.max().alias("best_score"),
         score.min().alias("worst_score"),
         ((score > 0) & (score < PASS_SCORE)).sum().cast(pl.Int64).alias("partial"),
+    ]
+
+
+def count_exprs() -> list[pl.Expr]:
+    """The three counts of `aggregate_exprs` (n_rollouts, n_errors, successes): with
+    0/1 scores the rest of the aggregate follows from them (`binary_aggregate`)."""
+    import polars as pl
+
+    score = pl.col("score")
+    return [
+        score.count().cast(pl.Int64).alias("n_rollouts"),
+        pl.col("error").is_not_null().sum().cast(pl.Int64).alias("n_errors"),
+        (score >= PASS_SCORE).sum().cast(pl.Int64).alias("successes"),
     ]
 
 
@@ -131,6 +142,16 @@ def binary_counts_aggregate(successes: pl.Series, width: int) -> pl.DataFrame:
             pl.lit(0, dtype=pl.Int64).alias("n_errors"),
         )
     ).sort("successes")
+
+
+def binary_fixed_width_aggregate(scores: pl.Series, width: int) -> pl.DataFrame:
+    """The compressed aggregate of a dense 0/1 matrix stored sample by sample: `scores`
+    holds one block of `width` scores per sample (no error, no null)."""
+    import polars as pl
+
+    # The passes per block are all the statistics need.
+    passes = (scores == 1.0).cast(pl.UInt8).reshape((-1, width)).arr.sum()
+    return binary_counts_aggregate(passes, width)
 
 
 def binary_aggregate(counts: pl.DataFrame) -> pl.DataFrame:

@@ -1,10 +1,9 @@
 """Token usage and cost: what a run spent (`usage_summary`, the report's `usage`
 section). Prices are USD per million tokens; what a run would spend is estimated in
-`curate.engine.estimate`."""
+`curate.engine.estimate`. Pure functions: the store reads the token columns."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -47,48 +46,19 @@ def usage_summary(
     }
 
 
-def load_token_columns(path: str | Path) -> pl.DataFrame | None:
-    """The token columns of a run directory (every stored row: a rollout that a resume
-    replaced was paid for too) or of a score table; None when it has none."""
-    import polars as pl
-
-    from curate.store.run_dir import RolloutStore, is_run_dir
-    from curate.store.tables import read_table, scan_table
-
-    path = Path(path)
-    try:
-        if path.is_dir():
-            if not is_run_dir(path):
-                return None
-            store = RolloutStore(path)
-            shards = store.shard_paths()
-            if not shards or not all(c in pl.read_parquet_schema(shards[0]) for c in TOKEN_COLUMNS):
-                return None
-            return store.scan(list(TOKEN_COLUMNS)).drop("_shard").collect()
-        # A .json file may hold one JSON array, which only the eager reader understands;
-        # anything else is scanned, so a table without token columns costs no read.
-        lf = read_table(path).lazy() if path.suffix.lower() == ".json" else scan_table(path)
-        cols = [c for c in TOKEN_COLUMNS if c in lf.collect_schema().names()]
-        if not cols:
-            return None
-        return lf.select(pl.col(c).cast(pl.Int64, strict=False) for c in cols).collect()
-    except Exception:  # the report itself names unreadable input; usage is optional
-        return None
-
-
-def report_usage(
-    path: str | Path, price_in: float | None, price_out: float | None
+def usage_section(
+    tokens: pl.DataFrame | None, price_in: float | None, price_out: float | None
 ) -> dict[str, Any] | None:
-    """The report's `usage` section: None when the input has no token counts and no
-    price was given (so reports of plain score tables keep their shape)."""
+    """The report's `usage` section from the input's token columns (None when it has
+    none): None when there are no token counts and no price was given (so reports of
+    plain score tables keep their shape)."""
     import polars as pl
 
-    frame = load_token_columns(path)
-    if frame is None:
+    if tokens is None:
         if price_in is None and price_out is None:
             return None
-        frame = pl.DataFrame()
-    usage = usage_summary(frame, price_in, price_out)
+        tokens = pl.DataFrame()
+    usage = usage_summary(tokens, price_in, price_out)
     no_tokens = usage["prompt_tokens"] is None and usage["completion_tokens"] is None
     if no_tokens and price_in is None and price_out is None:
         return None

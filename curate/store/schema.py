@@ -18,6 +18,8 @@ ROLLOUT_COLUMNS: Final[dict[str, str]] = ROLLOUT_DTYPES
 # The columns a bare score table must have; the rest are optional.
 REQUIRED_SCORE_COLUMNS: Final = ("sample_id", "score")
 OPTIONAL_SCORE_COLUMNS: Final = ("run_idx", "error")
+# What a rollout spent, when the backend reported it (the report's usage section).
+TOKEN_COLUMNS: Final = ("prompt_tokens", "completion_tokens")
 
 
 def rollout_schema() -> dict[str, object]:

@@ -1,16 +1,39 @@
-"""Load rollout scores for analysis: from a run directory or any long-format table."""
+"""Reading rollout scores for analysis, from a run directory or any long-format table.
+
+The store reads and validates; it computes no statistic. `curate.stats` computes on
+what the store returns, and `curate.analysis` composes the two (it imports both;
+neither imports the other). Two reads:
+
+- `load_scores(path)`: every rollout row of any table format or run directory,
+  validated and de-duplicated (the exact read: its errors name the problem).
+- `read_scores(path)`: one scan of a Parquet table or run directory that validates
+  the rows and says how they are laid out, so that the statistics can skip the hash
+  group-by where the layout makes it unnecessary:
+
+      SampleMajor  S samples x W runs, each sample's W rows together (`curate eval`)
+      RunMajor     W blocks of the same S samples in the same order (a harness that
+                   runs the data set W times)
+      AnyOrder     a lazy frame for one streaming group-by on sample_id, the checks
+                   riding along (`AnyOrder.group`)
+      Rows         anything else: `load_scores`' rows
+
+  Every layout has passed (or, for AnyOrder, carries) every check of `load_scores`;
+  input that trips one, or needs more than a cast, is read by `load_scores` instead,
+  so errors and duplicate handling are exactly its own. The token columns come along
+  in the same scan (`tokens()`).
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from curate.errors import InputError, one_line
 from curate.store.run_dir import RolloutStore, is_run_dir, pairs_distinct, run_bits
-from curate.store.schema import REQUIRED_SCORE_COLUMNS
+from curate.store.schema import REQUIRED_SCORE_COLUMNS, TOKEN_COLUMNS
 from curate.store.tables import read_table, scan_table, table_format
 
 if TYPE_CHECKING:
@@ -18,18 +41,27 @@ if TYPE_CHECKING:
 
 # The columns analysis needs; optional extras are carried when present.
 SCORE_COLUMNS = ("sample_id", "run_idx", "score", "error")
-_EXTRA_COLUMNS = ("prompt_tokens", "completion_tokens", "truncated")
+_EXTRA_COLUMNS = (*TOKEN_COLUMNS, "truncated")
 
 
-@dataclass
-class ScoreSource:
-    """Scores ready for the statistics, plus where they came from."""
+def _input_errors() -> tuple[type[BaseException], ...]:
+    """The errors input can cause. On these a fast read gives way to `load_scores`,
+    which reads again and names the problem; a bug raises anything else, and surfaces."""
+    import polars as pl
+
+    return (pl.exceptions.PolarsError, OSError, ValueError, TypeError, OverflowError)
+
+
+@dataclass(kw_only=True)
+class _Origin:
+    """Where scores came from: the path and, for a run directory, its store and manifest."""
 
     path: Path
-    rollouts: pl.DataFrame
     manifest: dict[str, Any] | None = None
     store: RolloutStore | None = None
     _samples: pl.DataFrame | None = field(default=None, repr=False)
+    _tokens: pl.DataFrame | None = field(default=None, repr=False)
+    _tokens_read: bool = field(default=False, repr=False)
 
     @property
     def is_run_dir(self) -> bool:
@@ -40,6 +72,21 @@ class ScoreSource:
         if self._samples is None and self.store is not None:
             self._samples = self.store.read_samples()
         return self._samples
+
+    def tokens(self) -> pl.DataFrame | None:
+        """The token columns of every stored row (a rollout that a resume replaced, or an
+        exact repeat in a table, was paid for too); None when the input has none."""
+        if not self._tokens_read:
+            self._tokens = _stored_tokens(self.store) if self.store is not None else None
+            self._tokens_read = True
+        return self._tokens
+
+
+@dataclass(kw_only=True)
+class ScoreSource(_Origin):
+    """Every rollout row, validated and de-duplicated, plus where they came from."""
+
+    rollouts: pl.DataFrame
 
 
 def load_scores(path: str | os.PathLike[str]) -> ScoreSource:
@@ -85,99 +132,149 @@ def load_scores(path: str | os.PathLike[str]) -> ScoreSource:
         frame = lf.select(keep).collect()
     except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
         raise InputError(f"cannot read table: {one_line(exc)}", path=path) from exc
+    # Taken before de-duplication: every row was paid for.
+    tokens = _table_tokens(frame)
     frame = _normalise(frame, path)
     frame = _validate(frame, path)
     frame = _resolve_duplicates(frame, path)
-    return ScoreSource(path=path, rollouts=frame)
+    return ScoreSource(path=path, rollouts=frame, _tokens=tokens, _tokens_read=True)
 
 
-@dataclass
-class AggregatedScores:
-    """Per-sample aggregates (`aggregate_rollouts` of the validated rollouts) plus where
-    they came from. `rollouts` is lazy: it is read again only if a statistic needs rows
-    (partial-credit scores). When loaded with `compress=True` and every score is 0 or 1,
-    `aggregate` is compressed (`compress_binary_aggregate`: a `multiplicity` per row,
-    no sample_id)."""
+# ---------------------------------------------------------------- the one-scan read
 
-    path: Path
-    aggregate: pl.DataFrame
+
+@dataclass(frozen=True)
+class SampleMajor:
+    """A dense matrix stored sample by sample: `scores` holds one block of `width`
+    scores per id of `ids`, in that order; every rollout scored (no error, no null).
+    `binary`: every score is exactly 0 or 1."""
+
+    ids: pl.Series
+    scores: pl.Series
+    width: int
+    binary: bool
+
+
+@dataclass(frozen=True)
+class RunMajor:
+    """A dense matrix stored run by run: `runs[r][i]` is the score of run r of sample
+    `ids[i]`, run_idx rising from run to run; every rollout scored."""
+
+    ids: pl.Series
+    runs: list[pl.Series]
+
+
+@dataclass(frozen=True)
+class AnyOrder:
+    """Rows in any order, not yet proved valid: `group` runs the checks of
+    `load_scores` as per-sample counts inside the one group-by the statistics need.
+    `binary`: every scored rollout is exactly 0 or 1."""
+
+    rows: pl.LazyFrame  # sample_id, _score (as read), error, and run_idx when stored
+    has_run_idx: bool
+    binary: bool
+
+    def group(self, exprs: Sequence[pl.Expr]) -> pl.DataFrame | None:
+        """`exprs` per sample_id (over the validated `score` and `error` columns) in one
+        streaming group-by; None when a check trips or the rows cannot be read this
+        way (then `load_scores` reads them and names the problem)."""
+        import polars as pl
+
+        checks = [pl.len().alias("_rows"), _bad_row().sum().alias("_bad")]
+        if self.has_run_idx:  # distinct (sample_id, run_idx) pairs, proved per sample
+            checks.append(run_bits().sum().alias("_bits"))
+        try:
+            agg = (
+                self.rows.with_columns(_validated_score())
+                .group_by("sample_id")
+                .agg(*exprs, *checks)
+                .collect(engine="streaming")
+            )
+        except _input_errors():
+            return None
+        if agg.height == 0 or agg["sample_id"].null_count() or agg["_bad"].sum():
+            return None
+        if (
+            self.has_run_idx
+            and not agg.select(
+                (pl.col("_bits").bitwise_count_ones() == pl.col("_rows")).all()
+            ).item()
+        ):
+            return None
+        return agg.drop("_rows", "_bad", "_bits", strict=False)
+
+
+@dataclass(frozen=True)
+class Rows:
+    """`load_scores`' validated, de-duplicated rollouts."""
+
+    frame: pl.DataFrame
+
+
+Layout: TypeAlias = SampleMajor | RunMajor | AnyOrder | Rows
+
+
+@dataclass(kw_only=True)
+class ScoreRead(_Origin):
+    """The rows of one read, how they are laid out, and where they came from.
+    `rollouts` holds the validated rows (sample_id, run_idx, score, error); after a
+    fast read it is lazy, read again only if a statistic needs rows (partial credit)."""
+
+    layout: Layout
     rollouts: pl.LazyFrame
-    manifest: dict[str, Any] | None = None
-    store: RolloutStore | None = None
 
-    @property
-    def is_run_dir(self) -> bool:
-        return self.store is not None
+    def exact(self) -> ScoreRead:
+        """The same input read by `load_scores` (for when `AnyOrder.group` gave up)."""
+        read = _exact_read(self.path)
+        if self._tokens_read:  # the fast scan saw every row: keep its token columns
+            read._tokens, read._tokens_read = self._tokens, True
+        return read
 
 
-def load_aggregated(path: str | os.PathLike[str], *, compress: bool = False) -> AggregatedScores:
-    """`aggregate_rollouts(load_scores(path).rollouts)`, in one read of a Parquet table
-    or run directory, for callers that need per-sample aggregates only (`curate report`).
+def read_scores(path: str | os.PathLike[str], *, fast: bool = True) -> ScoreRead:
+    """Read scores once and describe their layout (see the module docstring).
 
-    A dense table (S samples x W runs, no failed rollout, stored sample by sample or run
-    by run) is aggregated with fixed-width reductions; any other layout in one streaming
-    hash group-by. Both run every check of `load_scores` along the way (missing ids, NaN
-    or out-of-range scores, rows with neither a score nor an error, repeated
-    (sample_id, run_idx) pairs). Input that trips one, or that needs more than a cast
-    (CSV/JSONL, text scores, a non-integer run_idx, several versions of a rollout), goes
-    through `load_scores` instead: errors and duplicate handling are exactly its own.
-    The aggregates equal `aggregate_rollouts`' up to row order (and, for partial-credit
-    scores, the last bit of sums, which depends on the summation order).
-
-    `compress=True` (for callers that need data-set statistics only) merges samples
-    with equal statistics when every score is 0 or 1: a few rows instead of millions.
+    Only Parquet tables and run directories take the one-scan read; anything else, or
+    `fast=False`, is read by `load_scores` (layout `Rows`). Bad input raises its
+    InputError, exactly as `load_scores` does.
     """
-    from curate.stats.per_sample import aggregate_rollouts
-
     path = Path(path)
-    fast = _aggregate_in_one_pass(path, compress)
-    if fast is not None:
-        return fast
+    read = _one_scan(path) if fast else None
+    return read if read is not None else _exact_read(path)
+
+
+def _exact_read(path: Path) -> ScoreRead:
     source = load_scores(path)
-    return AggregatedScores(
+    return ScoreRead(
         path=source.path,
-        aggregate=_maybe_compress(aggregate_rollouts(source.rollouts), compress),
+        layout=Rows(source.rollouts),
         rollouts=source.rollouts.lazy(),
         manifest=source.manifest,
         store=source.store,
+        _tokens=source._tokens,
+        _tokens_read=source._tokens_read,
     )
 
 
-def _maybe_compress(agg: pl.DataFrame, compress: bool) -> pl.DataFrame:
-    from curate.stats.per_sample import MULTIPLICITY, compress_binary_aggregate, is_binary
-
-    if compress and MULTIPLICITY not in agg.columns and is_binary(agg):
-        return compress_binary_aggregate(agg)
-    return agg
-
-
-def _aggregate_in_one_pass(path: Path, compress: bool = False) -> AggregatedScores | None:
-    """The fast path of `load_aggregated`; None means "use load_scores"."""
+def _one_scan(path: Path) -> ScoreRead | None:
+    """The fast path of `read_scores`; None means "use load_scores"."""
     import polars as pl
 
     try:
         plan = _one_pass_plan(path)
         if plan is None:
             return None
-        rows, has_run_idx, manifest, store = plan
-        frame = rows.collect()
+        frame = plan.rows.collect()
+        tokens = _table_tokens(frame) if plan.store is None else _run_tokens(frame)
         binary = _all_binary(frame)
-        agg = _aggregate_dense(frame, has_run_idx, binary, compress)
-        if agg is None:
-            # Streamed from the file again rather than grouped from `frame`: holding the
-            # rows through the group-by costs ~200 MB more peak memory than the re-read
-            # costs time (1M x 8 rows in random order: 0.86 vs 1.07 GB, both ~1.5 s).
-            del frame
-            agg = _aggregate_hashed(rows, has_run_idx, compress=compress and binary)
-        if agg is None:
-            return None
-        agg = _maybe_compress(agg, compress)
+        layout: Layout = _dense_layout(frame, plan.has_run_idx, binary) or AnyOrder(
+            plan.rows, plan.has_run_idx, binary
+        )
     # Unreadable or unusual input: load_scores reads it again and names the problem.
-    # Only errors input can cause: a bug here must surface, not hide behind the
-    # (slower, equally correct) fallback.
-    except (pl.exceptions.PolarsError, OSError, ValueError, TypeError, OverflowError):
+    except _input_errors():
         return None
-    if not has_run_idx:
+    rows = plan.rows
+    if not plan.has_run_idx:
         # As load_scores does: number each sample's rows in file order.
         rows = rows.with_columns(
             pl.int_range(pl.len()).over("sample_id").cast(pl.Int32).alias("run_idx")
@@ -185,8 +282,14 @@ def _aggregate_in_one_pass(path: Path, compress: bool = False) -> AggregatedScor
     rollouts = rows.select(
         "sample_id", pl.col("run_idx").cast(pl.Int32), _validated_score(), "error"
     )
-    return AggregatedScores(
-        path=path, aggregate=agg, rollouts=rollouts, manifest=manifest, store=store
+    return ScoreRead(
+        path=path,
+        layout=layout,
+        rollouts=rollouts,
+        manifest=plan.manifest,
+        store=plan.store,
+        _tokens=tokens,
+        _tokens_read=True,
     )
 
 
@@ -216,16 +319,13 @@ def _all_binary(frame: pl.DataFrame) -> bool:
     return bool(frame.select(((score == 0.0) | (score == 1.0)).all()).item())
 
 
-def _aggregate_dense(
-    frame: pl.DataFrame, has_run_idx: bool, binary: bool, compress: bool = False
-) -> pl.DataFrame | None:
-    """Per-sample aggregates when the table is a dense matrix of S samples x W runs with
-    no failed rollout, stored either sample-major (each sample's W rows together, as
-    `curate eval` writes them) or run-major (W blocks of the same S samples in the same
-    order, as a harness that runs the data set W times writes them). Then no hash
-    group-by over the rows is needed. None when the rows are laid out otherwise or fail
-    a check (the hash group-by or load_scores decides then). With `compress`, 0/1
-    sample-major scores go straight to the compressed aggregate.
+def _dense_layout(
+    frame: pl.DataFrame, has_run_idx: bool, binary: bool
+) -> SampleMajor | RunMajor | None:
+    """The layout when the rows are a dense matrix of S samples x W runs with no failed
+    rollout, stored sample-major or run-major, every check passed. None when the rows
+    are laid out otherwise or fail a check (the hash group-by or load_scores decides
+    then). `binary`: every score is exactly 0 or 1 (`_all_binary`).
     """
 
     total = frame.height
@@ -250,11 +350,11 @@ def _aggregate_dense(
     changes = (probe != probe[0]).arg_true()
     width = int(changes[0]) if len(changes) else 0
     if width >= 2:
-        return _sample_major(frame, width, has_run_idx, compress=compress and binary)
+        return _sample_major(frame, width, has_run_idx, binary)
     first = (ids == ids[0]).arg_true()
     count = len(first)
     if width == 0 and count >= 2 and int(first[-1]) == count - 1:  # a block past the probe
-        return _sample_major(frame, count, has_run_idx, compress=compress and binary)
+        return _sample_major(frame, count, has_run_idx, binary)
     if 2 <= count <= _MAX_RUN_BLOCKS:
         return _run_major(frame, first, has_run_idx)
     return None
@@ -268,15 +368,12 @@ _WIDTH_PROBE = 4096
 
 
 def _sample_major(
-    frame: pl.DataFrame, width: int, has_run_idx: bool, *, compress: bool = False
-) -> pl.DataFrame | None:
-    """Blocks of `width` rows, one per sample, run_idx rising within each. With
-    `compress` (0/1 scores only) the result is the compressed aggregate."""
+    frame: pl.DataFrame, width: int, has_run_idx: bool, binary: bool
+) -> SampleMajor | None:
+    """Blocks of `width` rows, one per sample, run_idx rising within each."""
     import operator
 
     import polars as pl
-
-    from curate.stats.per_sample import aggregate_fixed_width, binary_counts_aggregate
 
     total = frame.height
     if total % width:
@@ -297,12 +394,7 @@ def _sample_major(
     ids = _every_nth(sid, width)
     if not _all_distinct(ids):  # a sample split over two blocks
         return None
-    scores = frame["_score"]
-    del frame, sid  # lower peak memory
-    if compress:  # 0/1 scores: the passes per block are all the statistics need
-        passes = (scores == 1.0).cast(pl.UInt8).reshape((-1, width)).arr.sum()
-        return binary_counts_aggregate(passes, width)
-    return aggregate_fixed_width(ids, scores, width)
+    return SampleMajor(ids=ids, scores=frame["_score"], width=width, binary=binary)
 
 
 def _adjacent(column: pl.Series, op: Callable[[Any, Any], Any]) -> pl.Series:
@@ -343,12 +435,10 @@ def _all_distinct(ids: pl.Series) -> bool:
     return ids.hash().n_unique() == len(ids) or ids.n_unique() == len(ids)
 
 
-def _run_major(frame: pl.DataFrame, first: pl.Series, has_run_idx: bool) -> pl.DataFrame | None:
+def _run_major(frame: pl.DataFrame, first: pl.Series, has_run_idx: bool) -> RunMajor | None:
     """W blocks of S rows, each the same S samples in the same order, run_idx rising
     from block to block for every sample; `first` holds the rows of the first sample."""
     import polars as pl
-
-    from curate.stats.per_sample import aggregate_run_blocks
 
     total, width = frame.height, len(first)
     size = int(first[1])
@@ -368,53 +458,22 @@ def _run_major(frame: pl.DataFrame, first: pl.Series, has_run_idx: bool) -> pl.D
             return None
     if ids.n_unique() != size:
         return None
-    blocks = [frame["_score"].slice(r * size, size) for r in range(width)]
-    del frame
-    return aggregate_run_blocks(ids, blocks)
+    return RunMajor(ids=ids, runs=[frame["_score"].slice(r * size, size) for r in range(width)])
 
 
-def _aggregate_hashed(
-    rows: pl.LazyFrame, has_run_idx: bool, compress: bool = False
-) -> pl.DataFrame | None:
-    """Per-sample aggregates in one streaming hash group-by, any row order; the checks
-    ride along as per-sample counts. None when a check trips. `compress` is for 0/1
-    scores only (the caller has checked): then only the three counts the statistics
-    need are grouped, a third less work."""
-    import polars as pl
+class _Plan(NamedTuple):
+    """How `_one_scan` reads: `rows` has `sample_id` (String), `_score` (Float64, as in
+    the file), `error` (String), maybe `run_idx`, cast as load_scores casts, and the
+    token columns as stored."""
 
-    from curate.stats.per_sample import PASS_SCORE, aggregate_exprs, binary_aggregate
-
-    rows = rows.with_columns(_validated_score())
-    score = pl.col("score")
-    if compress:
-        exprs = [
-            score.count().cast(pl.Int64).alias("n_rollouts"),
-            pl.col("error").is_not_null().sum().cast(pl.Int64).alias("n_errors"),
-            (score >= PASS_SCORE).sum().cast(pl.Int64).alias("successes"),
-        ]
-    else:
-        exprs = aggregate_exprs()
-    checks = [pl.len().alias("_rows"), _bad_row().sum().alias("_bad")]
-    if has_run_idx:  # distinct (sample_id, run_idx) pairs, proved per sample
-        checks.append(run_bits().sum().alias("_bits"))
-    agg = rows.group_by("sample_id").agg(*exprs, *checks).collect(engine="streaming")
-    if agg.height == 0 or agg["sample_id"].null_count() or agg["_bad"].sum():
-        return None
-    if (
-        has_run_idx
-        and not agg.select((pl.col("_bits").bitwise_count_ones() == pl.col("_rows")).all()).item()
-    ):
-        return None
-    agg = agg.drop("_rows", "_bad", "_bits", strict=False)
-    return binary_aggregate(agg) if compress else agg
+    rows: pl.LazyFrame
+    has_run_idx: bool
+    manifest: dict[str, Any] | None
+    store: RolloutStore | None
 
 
-def _one_pass_plan(
-    path: Path,
-) -> tuple[pl.LazyFrame, bool, dict[str, Any] | None, RolloutStore | None] | None:
-    """A lazy frame with `sample_id` (String), `_score` (Float64, as in the file), `error`
-    (String) and maybe `run_idx`, cast as load_scores casts; None when only load_scores
-    can read the input exactly."""
+def _one_pass_plan(path: Path) -> _Plan | None:
+    """The one scan's plan; None when only load_scores can read the input exactly."""
     import polars as pl
 
     if path.is_dir():
@@ -439,8 +498,10 @@ def _one_pass_plan(
             or not first["run_idx"].is_integer()
         ):
             return None
-        lf = store.scan(list(SCORE_COLUMNS)).drop("_shard")
-        return lf.rename({"score": "_score"}), True, manifest, store
+        # The report counts tokens only when the run records both (as it always did).
+        tokens = [c for c in TOKEN_COLUMNS if c in cols] if set(TOKEN_COLUMNS) <= set(cols) else []
+        lf = store.scan([*SCORE_COLUMNS, *tokens]).drop("_shard")
+        return _Plan(lf.rename({"score": "_score"}), True, manifest, store)
 
     if table_format(path) != "parquet" or not path.is_file():
         return None
@@ -464,8 +525,40 @@ def _one_pass_plan(
         *(["run_idx"] if has_run_idx else []),
         pl.col("score").cast(pl.Float64).alias("_score"),
         error.alias("error"),
+        *(c for c in TOKEN_COLUMNS if c in schema),
     )
-    return rows, has_run_idx, None, None
+    return _Plan(rows, has_run_idx, None, None)
+
+
+def _table_tokens(frame: pl.DataFrame) -> pl.DataFrame | None:
+    """A table's token columns as integers (a value that is not one counts as missing)."""
+    import polars as pl
+
+    cols = [c for c in TOKEN_COLUMNS if c in frame.columns]
+    if not cols:
+        return None
+    try:
+        return frame.select(pl.col(c).cast(pl.Int64, strict=False) for c in cols)
+    except _input_errors():  # usage is optional: the scores decide whether a read works
+        return None
+
+
+def _run_tokens(frame: pl.DataFrame) -> pl.DataFrame | None:
+    """A run directory's token columns, as stored, when its shards have both."""
+    return frame.select(TOKEN_COLUMNS) if set(TOKEN_COLUMNS) <= set(frame.columns) else None
+
+
+def _stored_tokens(store: RolloutStore) -> pl.DataFrame | None:
+    """The token columns of every row of every shard, when the shards have both."""
+    import polars as pl
+
+    try:
+        shards = store.shard_paths()
+        if not shards or not set(TOKEN_COLUMNS) <= set(pl.read_parquet_schema(shards[0])):
+            return None
+        return store.scan(list(TOKEN_COLUMNS)).drop("_shard").collect()
+    except _input_errors():  # usage is optional: the scores decide whether a read works
+        return None
 
 
 def _shard_columns(store: RolloutStore) -> set[str]:

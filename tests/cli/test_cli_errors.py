@@ -212,16 +212,16 @@ def test_filter_write_failure_leaves_no_output(
     cli, run_dir: Path, outdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The kept file and the rejects appear together or not at all."""
-    import curate.cli.filter as filter_cmd
+    import curate.filtering.run as filter_cmd
 
-    real = filter_cmd._write
+    real = filter_cmd.write_rejects
 
     def failing(frame: object, tmp: Path, final: Path) -> None:
         real(frame, tmp, final)
         if ".rejects" in final.name:
             raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(filter_cmd, "_write", failing)
+    monkeypatch.setattr(filter_cmd, "write_rejects", failing)
     result = cli("filter", run_dir, "-o", outdir / "kept.jsonl")
     assert result.exit_code != 0
     assert_one_line_error(result.stderr, "No space left on device")

@@ -14,6 +14,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from curate.analysis import load_aggregated
 from curate.errors import InputError
 from curate.stats import aggregate_rollouts, analyze
 from curate.stats.dataset import DatasetSummary
@@ -27,14 +28,7 @@ from curate.stats.per_sample import (
     is_binary,
 )
 from curate.store.run_dir import RolloutStore
-from curate.store.scores import (
-    _aggregate_dense,
-    _aggregate_in_one_pass,
-    _all_binary,
-    _one_pass_plan,
-    load_aggregated,
-    load_scores,
-)
+from curate.store.scores import Rows, RunMajor, SampleMajor, load_scores, read_scores
 
 
 def scores(n: int = 30, k: int = 4, *, partial: bool = False, seed: int = 0) -> pl.DataFrame:
@@ -230,11 +224,9 @@ def test_dense_layouts_are_recognised(tmp_path: Path, layout: str, dense: bool) 
     group-by; other layouts do not."""
     path = tmp_path / "scores.parquet"
     LAYOUTS[layout].write_parquet(path)
-    plan = _one_pass_plan(path)
-    assert plan is not None
-    rows, has_run_idx, _, _ = plan
-    frame = rows.collect()
-    assert (_aggregate_dense(frame, has_run_idx, _all_binary(frame)) is not None) is dense
+    layout = read_scores(path).layout
+    assert not isinstance(layout, Rows)
+    assert isinstance(layout, (SampleMajor, RunMajor)) is dense
 
 
 def test_dense_aggregations_match_group_by() -> None:
@@ -274,11 +266,7 @@ def test_row_groups_that_split_blocks(tmp_path: Path, row_group_size: int) -> No
     size, down to one row) must read exactly as one chunk does."""
     path = tmp_path / "scores.parquet"
     BASE.write_parquet(path, row_group_size=row_group_size)
-    plan = _one_pass_plan(path)
-    assert plan is not None
-    rows, has_run_idx, _, _ = plan
-    frame = rows.collect()
-    assert _aggregate_dense(frame, has_run_idx, _all_binary(frame)) is not None
+    assert isinstance(read_scores(path).layout, (SampleMajor, RunMajor))
     check_same(path)
     # A second, different score for the last sample's run 2, in its own block's place.
     flipped = BASE.tail(2).head(1).with_columns((1.0 - pl.col("score")).alias("score"))
@@ -312,4 +300,4 @@ def test_valid_parquet_takes_the_one_pass_read(tmp_path: Path, layout: str, comp
     the same numbers: only this check notices when the fast path itself breaks."""
     path = tmp_path / "scores.parquet"
     LAYOUTS[layout].write_parquet(path)
-    assert _aggregate_in_one_pass(path, compress) is not None
+    assert not isinstance(load_aggregated(path, compress=compress).layout, Rows)

@@ -234,7 +234,7 @@ def test_conflict_count_is_reported(text_file) -> None:
 
 # ---------------------------------------------------------------- the report's one-pass loader
 
-_scores_module = importlib.import_module("curate.store.scores")
+_scores_module = importlib.import_module("curate.analysis")
 
 
 @pytest.mark.skipif(

@@ -1,0 +1,59 @@
+"""`plot_run`: one plot of a run or score table, written to disk (the library call
+behind `curate plot`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from curate.core.outcome import DEFAULT_THRESHOLD
+from curate.errors import UsageError
+from curate.stats.per_sample import DEFAULT_GROUP_SIZE
+
+# The group sizes of the gate curve.
+GATE_CURVE_SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
+
+
+def default_plot_path(run: str | os.PathLike[str], kind: str) -> Path:
+    """RUN/plots/KIND.png for a run directory, else TABLE.KIND.png beside the table."""
+    run = Path(run)
+    if run.is_dir():
+        return run / "plots" / f"{kind}.png"
+    return run.with_name(f"{run.stem}.{kind}.png")
+
+
+def plot_run(
+    run: str | os.PathLike[str],
+    *,
+    kind: str = "variance",
+    output: str | os.PathLike[str] | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    group_size: int = DEFAULT_GROUP_SIZE,
+) -> Path:
+    """Draw seed 004's variance plot, the pass-rate histogram or the gate curve
+    (`kind`: one of `PLOT_KINDS`) of `run` into `output` (.png, .svg or .pdf; default
+    `default_plot_path`), and return the path written."""
+    from curate.analysis import load_analysis
+    from curate.plots import PLOT_KINDS, gate_figure, histogram_figure, save_figure, variance_figure
+    from curate.stats.dataset import gate_curve
+
+    if kind not in PLOT_KINDS:
+        raise UsageError(f"unknown plot kind '{kind}' (choose from {', '.join(PLOT_KINDS)})")
+    run = Path(run)
+    target = Path(output) if output is not None else default_plot_path(run, kind)
+    loaded = load_analysis(run, threshold=threshold, group_size=group_size)
+    if kind == "variance":
+        fig = variance_figure(
+            loaded.per_sample, title=f"Baseline variance: {run.name}", threshold=threshold
+        )
+    elif kind == "histogram":
+        fig = histogram_figure(loaded.per_sample)
+    else:
+        curve = gate_curve(
+            loaded.per_sample, loaded.prior, list(GATE_CURVE_SIZES), binary=loaded.binary
+        )
+        fig = gate_figure(curve, group_size=group_size)
+    if output is None and run.is_dir():
+        # Only now: bad input must not leave a new plots/ directory behind.
+        target.parent.mkdir(exist_ok=True)
+    return save_figure(fig, target)
