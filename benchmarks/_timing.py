@@ -69,27 +69,28 @@ def timed_eval(
 ) -> tuple[float, EvalResult]:
     """(seconds, result) of one chat-mode `run_eval` (numeric grader) into a fresh run
     directory, with every rollout checked to be stored; chunk_size None: the default."""
-    from curate.engine.runner import DEFAULT_CHUNK_SIZE, run_eval
+    from curate.engine.runner import run_eval
+    from curate.engine.spec import DEFAULT_CHUNK_SIZE, Evaluation
     from curate.graders import get_grader
     from curate.store.run_dir import RolloutStore
 
     rollouts = len(prompts) * runs
     grader = get_grader("numeric")
+    evaluation = Evaluation(
+        backend=backend,
+        grader=grader,
+        prompts=prompts,
+        references=refs,
+        sampling=sampling,
+        mode="chat",
+        seed=seed,
+        runs=runs,
+        chunk_size=chunk_size or DEFAULT_CHUNK_SIZE,
+    )
     with tempfile.TemporaryDirectory() as tmp:
         store = RolloutStore(Path(tmp) / "run")
         start = time.perf_counter()
-        result = run_eval(
-            store,
-            backend=backend,
-            grader=grader,
-            prompts=prompts,
-            references=refs,
-            runs=runs,
-            sampling=sampling,
-            mode="chat",
-            seed=seed,
-            chunk_size=chunk_size or DEFAULT_CHUNK_SIZE,
-        )
+        result = run_eval(store, evaluation)
         elapsed = time.perf_counter() - start
         assert result.rollouts == rollouts, result
         assert store.rollouts(["sample_id", "run_idx"]).height == rollouts

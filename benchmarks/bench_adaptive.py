@@ -188,6 +188,7 @@ def live(args: argparse.Namespace) -> None:
     from curate.data.samples import load_samples, prompts_by_id, references_by_id
     from curate.engine.adaptive import run_adaptive
     from curate.engine.runner import run_eval
+    from curate.engine.spec import Evaluation
     from curate.graders import get_grader
     from curate.store.run_dir import RolloutStore
 
@@ -215,7 +216,7 @@ def live(args: argparse.Namespace) -> None:
         mode = "chat" if backend.info().has_chat_template else "completion"
         prompts = prompts_by_id(frame, fields, mode)
         grader = get_grader("numeric")
-        common = dict(
+        evaluation = Evaluation(
             backend=backend,
             grader=grader,
             prompts=prompts,
@@ -223,10 +224,11 @@ def live(args: argparse.Namespace) -> None:
             sampling=sampling,
             mode=mode,
             seed=args.seed,
+            runs=n,
         )
         t = time.perf_counter()
         fixed_store = RolloutStore(Path(tmp) / "fixed")
-        run_eval(fixed_store, runs=n, **common)  # type: ignore[arg-type]
+        run_eval(fixed_store, evaluation)
         fixed_s = time.perf_counter() - t
         seqs = sequences_from_store(fixed_store.run_dir)
         fixed_labels = Counter(str(outcome_label(s)) for s in seqs.values())
@@ -238,7 +240,7 @@ def live(args: argparse.Namespace) -> None:
 
         t = time.perf_counter()
         policy = AdaptivePolicy(round_size=args.round_size, max_runs=n)
-        res = run_adaptive(RolloutStore(Path(tmp) / "adaptive"), policy=policy, **common)  # type: ignore[arg-type]
+        res = run_adaptive(RolloutStore(Path(tmp) / "adaptive"), evaluation, policy)
         secs = time.perf_counter() - t
         labels = Counter(
             str(outcome_label(s)) for s in sequences_from_store(Path(tmp) / "adaptive").values()
@@ -251,7 +253,7 @@ def live(args: argparse.Namespace) -> None:
         )
 
         policy = AdaptivePolicy(round_size=args.round_size, max_runs=None, budget=size * n)
-        res = run_adaptive(RolloutStore(Path(tmp) / "budget"), policy=policy, **common)  # type: ignore[arg-type]
+        res = run_adaptive(RolloutStore(Path(tmp) / "budget"), evaluation, policy)
         mixed = sum(
             outcome_label(s) == "mixed" for s in sequences_from_store(Path(tmp) / "budget").values()
         )
