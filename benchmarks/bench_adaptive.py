@@ -35,6 +35,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from _timing import numeric_evaluation
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout without installing
 
@@ -188,8 +190,6 @@ def live(args: argparse.Namespace) -> None:
     from curate.data.samples import load_samples, prompts_by_id, references_by_id
     from curate.engine.adaptive import run_adaptive
     from curate.engine.runner import run_eval
-    from curate.engine.spec import Evaluation
-    from curate.graders import get_grader
     from curate.store.run_dir import RolloutStore
 
     model = Path(args.model)
@@ -215,16 +215,8 @@ def live(args: argparse.Namespace) -> None:
         print(f"engine start-up: {time.perf_counter() - t0:.1f} s")
         mode = "chat" if backend.info().has_chat_template else "completion"
         prompts = prompts_by_id(frame, fields, mode)
-        grader = get_grader("numeric")
-        evaluation = Evaluation(
-            backend=backend,
-            grader=grader,
-            prompts=prompts,
-            references=refs,
-            sampling=sampling,
-            mode=mode,
-            seed=args.seed,
-            runs=n,
+        evaluation = numeric_evaluation(
+            backend, prompts, refs, n, sampling, mode=mode, seed=args.seed
         )
         t = time.perf_counter()
         fixed_store = RolloutStore(Path(tmp) / "fixed")
@@ -262,7 +254,7 @@ def live(args: argparse.Namespace) -> None:
             f"(b) live adaptive --budget {size * n}: {res.spent} rollouts, {mixed} mixed samples "
             f"vs {fm} with uniform N = {n}: {mixed / max(fm, 1):.2f}x (reported, no bar)"
         )
-        grader.close()
+        evaluation.grader.close()
 
 
 def main() -> int:

@@ -13,6 +13,7 @@ from curate.backends.openai_options import OpenAIOptions
 from curate.backends.options import BackendOptions, flag_name
 from curate.backends.vllm_options import VllmOptions
 from curate.cli.errors import handle_errors
+from curate.engine.spec import DEFAULT_CHUNK_SIZE
 from curate.errors import UsageError
 
 if TYPE_CHECKING:
@@ -31,10 +32,6 @@ def _flag(schema: type[BackendOptions], name: str) -> Any:
         rich_help_panel=schema.panel,
         **schema.flag_range(name),
     )
-
-
-def _default(schema: type[BackendOptions], name: str) -> Any:
-    return schema.flag_default(name)
 
 
 class ModeChoice(StrEnum):
@@ -114,24 +111,25 @@ def eval_cmd(
     ] = False,
     chunk_size: Annotated[
         int, typer.Option(min=1, help="Prompts per engine call (and per shard).")
-    ] = 512,
-    # The backends' flags: help, range and default come from their option schemas.
+    ] = DEFAULT_CHUNK_SIZE,
+    # The backends' flags: help, range and default come from their option schemas
+    # (the openai ones default to None: only typed options reach the manifest).
     tensor_parallel_size: Annotated[int, _flag(VllmOptions, "tensor_parallel_size")] = (
-        _default(VllmOptions, "tensor_parallel_size")
+        VllmOptions.flag_default("tensor_parallel_size")
     ),
-    max_model_len: Annotated[int | None, _flag(VllmOptions, "max_model_len")] = _default(
-        VllmOptions, "max_model_len"
-    ),
+    max_model_len: Annotated[
+        int | None, _flag(VllmOptions, "max_model_len")
+    ] = VllmOptions.flag_default("max_model_len"),
     gpu_memory_utilization: Annotated[
         float | None, _flag(VllmOptions, "gpu_memory_utilization")
-    ] = _default(VllmOptions, "gpu_memory_utilization"),
+    ] = VllmOptions.flag_default("gpu_memory_utilization"),
     kv_cache_memory_gb: Annotated[float | None, _flag(VllmOptions, "kv_cache_memory_gb")] = (
-        _default(VllmOptions, "kv_cache_memory_gb")
+        VllmOptions.flag_default("kv_cache_memory_gb")
     ),
-    dtype: Annotated[str, _flag(VllmOptions, "dtype")] = _default(VllmOptions, "dtype"),
-    trust_remote_code: Annotated[bool, _flag(VllmOptions, "trust_remote_code")] = _default(
-        VllmOptions, "trust_remote_code"
-    ),
+    dtype: Annotated[str, _flag(VllmOptions, "dtype")] = VllmOptions.flag_default("dtype"),
+    trust_remote_code: Annotated[
+        bool, _flag(VllmOptions, "trust_remote_code")
+    ] = VllmOptions.flag_default("trust_remote_code"),
     base_url: Annotated[str | None, _flag(OpenAIOptions, "base_url")] = None,
     api_key_env: Annotated[str | None, _flag(OpenAIOptions, "api_key_env")] = None,
     concurrency: Annotated[int | None, _flag(OpenAIOptions, "concurrency")] = None,
