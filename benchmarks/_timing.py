@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from curate.backends.base import Backend, Prompt, SamplingConfig
+    from curate.backends.base import Backend, Mode, Prompt, SamplingConfig
     from curate.engine.runner import EvalResult
+    from curate.engine.spec import Evaluation
 
 Timer = Callable[[], float]  # runs the workload once, returns its wall time in seconds
 
@@ -57,6 +58,35 @@ def load_workload(data: str, limit: int | None = None) -> tuple[dict[str, Prompt
     return prompts_by_id(frame, fields, "chat"), references_by_id(frame, fields)
 
 
+def numeric_evaluation(
+    backend: Backend,
+    prompts: dict[str, Prompt],
+    refs: dict[str, Any],
+    runs: int,
+    sampling: SamplingConfig,
+    *,
+    mode: Mode = "chat",
+    seed: int = 0,
+    chunk_size: int | None = None,
+) -> Evaluation:
+    """The benchmarks' Evaluation: the numeric grader (the caller closes it) and
+    `chunk_size` None for the engine's default."""
+    from curate.engine.spec import DEFAULT_CHUNK_SIZE, Evaluation
+    from curate.graders import get_grader
+
+    return Evaluation(
+        backend=backend,
+        grader=get_grader("numeric"),
+        prompts=prompts,
+        references=refs,
+        sampling=sampling,
+        mode=mode,
+        seed=seed,
+        runs=runs,
+        chunk_size=chunk_size or DEFAULT_CHUNK_SIZE,
+    )
+
+
 def timed_eval(
     backend: Backend,
     prompts: dict[str, Prompt],
@@ -69,29 +99,19 @@ def timed_eval(
 ) -> tuple[float, EvalResult]:
     """(seconds, result) of one chat-mode `run_eval` (numeric grader) into a fresh run
     directory, with every rollout checked to be stored; chunk_size None: the default."""
-    from curate.engine.runner import DEFAULT_CHUNK_SIZE, run_eval
-    from curate.graders import get_grader
+    from curate.engine.runner import run_eval
     from curate.store.run_dir import RolloutStore
 
     rollouts = len(prompts) * runs
-    grader = get_grader("numeric")
+    evaluation = numeric_evaluation(
+        backend, prompts, refs, runs, sampling, seed=seed, chunk_size=chunk_size
+    )
     with tempfile.TemporaryDirectory() as tmp:
         store = RolloutStore(Path(tmp) / "run")
         start = time.perf_counter()
-        result = run_eval(
-            store,
-            backend=backend,
-            grader=grader,
-            prompts=prompts,
-            references=refs,
-            runs=runs,
-            sampling=sampling,
-            mode="chat",
-            seed=seed,
-            chunk_size=chunk_size or DEFAULT_CHUNK_SIZE,
-        )
+        result = run_eval(store, evaluation)
         elapsed = time.perf_counter() - start
         assert result.rollouts == rollouts, result
         assert store.rollouts(["sample_id", "run_idx"]).height == rollouts
-    grader.close()
+    evaluation.grader.close()
     return elapsed, result

@@ -35,6 +35,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from _timing import numeric_evaluation
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout without installing
 
@@ -188,7 +190,6 @@ def live(args: argparse.Namespace) -> None:
     from curate.data.samples import load_samples, prompts_by_id, references_by_id
     from curate.engine.adaptive import run_adaptive
     from curate.engine.runner import run_eval
-    from curate.graders import get_grader
     from curate.store.run_dir import RolloutStore
 
     model = Path(args.model)
@@ -214,19 +215,12 @@ def live(args: argparse.Namespace) -> None:
         print(f"engine start-up: {time.perf_counter() - t0:.1f} s")
         mode = "chat" if backend.info().has_chat_template else "completion"
         prompts = prompts_by_id(frame, fields, mode)
-        grader = get_grader("numeric")
-        common = dict(
-            backend=backend,
-            grader=grader,
-            prompts=prompts,
-            references=refs,
-            sampling=sampling,
-            mode=mode,
-            seed=args.seed,
+        evaluation = numeric_evaluation(
+            backend, prompts, refs, n, sampling, mode=mode, seed=args.seed
         )
         t = time.perf_counter()
         fixed_store = RolloutStore(Path(tmp) / "fixed")
-        run_eval(fixed_store, runs=n, **common)  # type: ignore[arg-type]
+        run_eval(fixed_store, evaluation)
         fixed_s = time.perf_counter() - t
         seqs = sequences_from_store(fixed_store.run_dir)
         fixed_labels = Counter(str(outcome_label(s)) for s in seqs.values())
@@ -238,7 +232,7 @@ def live(args: argparse.Namespace) -> None:
 
         t = time.perf_counter()
         policy = AdaptivePolicy(round_size=args.round_size, max_runs=n)
-        res = run_adaptive(RolloutStore(Path(tmp) / "adaptive"), policy=policy, **common)  # type: ignore[arg-type]
+        res = run_adaptive(RolloutStore(Path(tmp) / "adaptive"), evaluation, policy)
         secs = time.perf_counter() - t
         labels = Counter(
             str(outcome_label(s)) for s in sequences_from_store(Path(tmp) / "adaptive").values()
@@ -251,7 +245,7 @@ def live(args: argparse.Namespace) -> None:
         )
 
         policy = AdaptivePolicy(round_size=args.round_size, max_runs=None, budget=size * n)
-        res = run_adaptive(RolloutStore(Path(tmp) / "budget"), policy=policy, **common)  # type: ignore[arg-type]
+        res = run_adaptive(RolloutStore(Path(tmp) / "budget"), evaluation, policy)
         mixed = sum(
             outcome_label(s) == "mixed" for s in sequences_from_store(Path(tmp) / "budget").values()
         )
@@ -260,7 +254,7 @@ def live(args: argparse.Namespace) -> None:
             f"(b) live adaptive --budget {size * n}: {res.spent} rollouts, {mixed} mixed samples "
             f"vs {fm} with uniform N = {n}: {mixed / max(fm, 1):.2f}x (reported, no bar)"
         )
-        grader.close()
+        evaluation.grader.close()
 
 
 def main() -> int:

@@ -37,7 +37,7 @@ def main() -> int:
     from curate.backends.base import SamplingConfig
     from curate.backends.vllm_local import open_vllm, sampling_params
     from curate.core.seeds import derive_seed
-    from curate.engine.runner import DEFAULT_CHUNK_SIZE
+    from curate.engine.spec import DEFAULT_CHUNK_SIZE
 
     prompts, refs = load_workload(args.data)
     ids = list(prompts)

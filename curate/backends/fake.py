@@ -20,6 +20,7 @@ from curate.backends.base import (
     Prompt,
     SamplingConfig,
 )
+from curate.backends.options import BackendOptions, option
 
 
 def prompt_text(prompt: Prompt) -> str:
@@ -75,8 +76,21 @@ class FakeBackend:
         return out
 
 
+@dataclass(frozen=True)
+class FakeOptions(BackendOptions):
+    """The fake backend's one option: what it answers."""
+
+    label = "fake"
+
+    answers: Mapping[str, Any] | None = option(
+        None, "prompt text -> (correct answer, pass rate)", flag=False
+    )
+
+
 @contextlib.contextmanager
 def open_fake(
-    model: str, *, answers: Mapping[str, tuple[str, float]] | None = None, **_: Any
+    model: str, options: FakeOptions | None = None, *, seed: int = 0, **given: Any
 ) -> Iterator[FakeBackend]:
-    yield FakeBackend(answers=answers or {}, model=model)
+    """A fake backend; `given` is the keyword form of `options`. The seed is per request."""
+    opts = options if options is not None else FakeOptions.parse(given)
+    yield FakeBackend(answers=dict(opts.answers or {}), model=model)

@@ -42,13 +42,13 @@ from curate.backends.base import (
     Prompt,
     SamplingConfig,
 )
+from curate.backends.openai_options import DEFAULT_KEY_ENV, OpenAIOptions
 from curate.core.seeds import derive_seed
 from curate.errors import CurateError, RunError, UsageError
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 # Local servers (vllm serve without --api-key) want some key; the SDK refuses none.
 PLACEHOLDER_KEY = "EMPTY"
 # Rejections that may only mean "this endpoint does not take n > 1 or seed".
@@ -978,45 +978,34 @@ def _first_leaf(group: BaseExceptionGroup[Any]) -> BaseException:
 
 @contextlib.contextmanager
 def open_openai(
-    model: str,
-    *,
-    seed: int = 0,
-    base_url: str | None = None,
-    api_key_env: str | None = None,
-    concurrency: int = 32,
-    requests_per_minute: float | None = None,
-    tokens_per_minute: float | None = None,
-    timeout: float = 120.0,
-    max_retries: int = 8,
-    backoff_base: float = 0.5,
-    backoff_max: float = 30.0,
-    transport: str = "auto",
-    **_: Any,
+    model: str, options: OpenAIOptions | None = None, *, seed: int = 0, **given: Any
 ) -> Iterator[OpenAIBackend]:
-    """Yield a backend for `model` at `base_url` (else $OPENAI_BASE_URL, else OpenAI's).
+    """Yield a backend for `model` at `options.base_url` (else $OPENAI_BASE_URL, else
+    OpenAI's). `given` is the keyword form of `options` (None values: the default).
 
-    The key comes from the environment variable named `api_key_env` (default
+    The key comes from the environment variable named `options.api_key_env` (default
     OPENAI_API_KEY); without one a placeholder is sent, which local servers accept.
     """
-    key_env = api_key_env or DEFAULT_KEY_ENV
+    opts = options or OpenAIOptions.parse({k: v for k, v in given.items() if v is not None})
+    key_env = opts.api_key_env
     key = os.environ.get(key_env, "")
     if not key:
-        if api_key_env and api_key_env != DEFAULT_KEY_ENV:
+        if key_env != DEFAULT_KEY_ENV:
             raise UsageError(f"--api-key-env: the environment variable {key_env} is not set")
         key = PLACEHOLDER_KEY
-    url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+    url = opts.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
     if not urlsplit(url).scheme.startswith("http"):
         raise UsageError(f"--base-url must be an http(s) URL, not {redact_url(url)!r}")
     config = ClientConfig(
         base_url=url,
-        concurrency=concurrency,
-        requests_per_minute=requests_per_minute,
-        tokens_per_minute=tokens_per_minute,
-        timeout=timeout,
-        max_retries=max_retries,
-        backoff_base=backoff_base,
-        backoff_max=backoff_max,
-        transport=transport,
+        concurrency=opts.concurrency,
+        requests_per_minute=opts.requests_per_minute,
+        tokens_per_minute=opts.tokens_per_minute,
+        timeout=opts.timeout,
+        max_retries=opts.max_retries,
+        backoff_base=opts.backoff_base,
+        backoff_max=opts.backoff_max,
+        transport=opts.transport,
     )
     backend = OpenAIBackend(model, config, _Secret(key), key_env=key_env, base_seed=seed)
     yield backend

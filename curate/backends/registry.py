@@ -1,43 +1,74 @@
-"""Backends by name, imported only when chosen (so `curate --help` never loads vllm or torch)."""
+"""Backends by name: each one a factory and an option schema, both in the ground
+floor's `Registry` shape and imported only when chosen (so `curate --help` never
+loads vllm or torch; the schemas are light and the CLI reads them for its flags)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any
 
 from curate.backends.base import Backend
+from curate.backends.options import BackendOptions
 from curate.core.registry import Registry
 
-# A factory takes the model and options and returns a context manager that yields a
-# ready Backend and closes it on exit.
+# A factory takes the model, the validated options and the run's seed, and returns a
+# context manager that yields a ready Backend and closes it on exit.
 BackendFactory = Callable[..., AbstractContextManager[Backend]]
 
-BACKENDS: Registry[BackendFactory] = Registry(
-    "backend",
-    unknown=lambda name, names: (
-        f"unknown backend '{name}' (choose from {', '.join(sorted(names))})"
-    ),
-)
-BACKENDS.add(
+
+def _unknown(name: str, names: list[str]) -> str:
+    return f"unknown backend '{name}' (choose from {', '.join(sorted(names))})"
+
+
+BACKENDS: Registry[BackendFactory] = Registry("backend", unknown=_unknown)
+BACKEND_OPTIONS: Registry[type[BackendOptions]] = Registry("backend", unknown=_unknown)
+
+
+def _add(name: str, factory: str, options: str, *, help: str, install_hint: str = "") -> None:
+    BACKENDS.add(name, factory, help=help, install_hint=install_hint)
+    BACKEND_OPTIONS.add(name, options, help=help)
+
+
+_add(
     "vllm",
     "curate.backends.vllm_local:open_vllm",
+    "curate.backends.vllm_options:VllmOptions",
     help="a local vLLM engine (the CPU build or CUDA)",
     install_hint="pip install 'curate[cpu]' (CPU) or 'curate[gpu]' (GPU), or `make setup`",
 )
-BACKENDS.add(
+_add(
     "openai",
     "curate.backends.openai_api:open_openai",
+    "curate.backends.openai_options:OpenAIOptions",
     help="any OpenAI-compatible endpoint",
     install_hint="pip install 'curate[openai]'",
 )
-BACKENDS.add("fake", "curate.backends.fake:open_fake", help="deterministic answers, for tests")
+_add(
+    "fake",
+    "curate.backends.fake:open_fake",
+    "curate.backends.fake:FakeOptions",
+    help="deterministic answers, for tests",
+)
 
 
 def backend_factory(name: str) -> BackendFactory:
     return BACKENDS.get(name)
 
 
-def open_backend(name: str, model: str, **options: Any) -> AbstractContextManager[Backend]:
+def backend_options(
+    name: str, values: Mapping[str, Any] | BackendOptions | None = None
+) -> BackendOptions:
+    """The validated options of backend `name` from a mapping (or the object itself)."""
+    return BACKEND_OPTIONS.get(name).parse(values)
+
+
+def open_backend(
+    name: str,
+    model: str,
+    options: Mapping[str, Any] | BackendOptions | None = None,
+    *,
+    seed: int = 0,
+) -> AbstractContextManager[Backend]:
     """A context manager yielding a ready backend (the engine starts on enter)."""
-    return backend_factory(name)(model, **options)
+    return backend_factory(name)(model, backend_options(name, options), seed=seed)

@@ -28,6 +28,7 @@ from curate.backends.base import (
     Mode,
     SamplingConfig,
 )
+from curate.backends.vllm_options import VllmOptions
 from curate.errors import RunError, one_line
 
 # On the CPU build the "GPU memory" fraction is a share of a NUMA node's RAM, and
@@ -135,38 +136,33 @@ class VLLMBackend:
 
 @contextlib.contextmanager
 def open_vllm(
-    model: str,
-    *,
-    tensor_parallel_size: int = 1,
-    max_model_len: int | None = None,
-    gpu_memory_utilization: float | None = None,
-    kv_cache_memory_gb: float | None = None,
-    dtype: str = "auto",
-    trust_remote_code: bool = False,
-    seed: int = 0,
-    **_: Any,
+    model: str, options: VllmOptions | None = None, *, seed: int = 0, **given: Any
 ) -> Iterator[VLLMBackend]:
-    """Start the engine, yield the backend, free the engine on exit."""
+    """Start the engine, yield the backend, free the engine on exit.
+
+    `given` is the keyword form of `options` (`open_vllm(path, kv_cache_memory_gb=1)`).
+    """
     from vllm import LLM
 
+    opts = options if options is not None else VllmOptions.parse(given)
     kwargs: dict[str, Any] = {
         "model": model,
-        "tensor_parallel_size": tensor_parallel_size,
-        "dtype": dtype,
-        "trust_remote_code": trust_remote_code,
+        "tensor_parallel_size": opts.tensor_parallel_size,
+        "dtype": opts.dtype,
+        "trust_remote_code": opts.trust_remote_code,
         "seed": seed,
     }
     on_cpu = _on_cpu()
-    if kv_cache_memory_gb is not None:
-        kwargs["kv_cache_memory_bytes"] = int(kv_cache_memory_gb * (1 << 30))
-    elif gpu_memory_utilization is not None:
-        kwargs["gpu_memory_utilization"] = gpu_memory_utilization
+    if opts.kv_cache_memory_gb is not None:
+        kwargs["kv_cache_memory_bytes"] = int(opts.kv_cache_memory_gb * (1 << 30))
+    elif opts.gpu_memory_utilization is not None:
+        kwargs["gpu_memory_utilization"] = opts.gpu_memory_utilization
     elif on_cpu:
         kwargs["kv_cache_memory_bytes"] = CPU_KV_CACHE_BYTES
     if on_cpu:
-        kwargs.update(cpu_batch_limits(model, max_model_len))
-    if max_model_len is not None:
-        kwargs["max_model_len"] = max_model_len
+        kwargs.update(cpu_batch_limits(model, opts.max_model_len))
+    if opts.max_model_len is not None:
+        kwargs["max_model_len"] = opts.max_model_len
     try:
         llm = LLM(**kwargs)
     except Exception as exc:

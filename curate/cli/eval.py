@@ -2,21 +2,36 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from curate.backends.openai_options import OpenAIOptions
+from curate.backends.options import BackendOptions, flag_name
+from curate.backends.vllm_options import VllmOptions
 from curate.cli.errors import handle_errors
+from curate.engine.spec import DEFAULT_CHUNK_SIZE
 from curate.errors import UsageError
 
 if TYPE_CHECKING:
     from curate.engine import adaptive as _adaptive
     from curate.engine.evaluate import EvalOptions
 
+# The backends with flags on `curate eval`, by their --backend name.
+FLAG_SCHEMAS: dict[str, type[BackendOptions]] = {"vllm": VllmOptions, "openai": OpenAIOptions}
 
-_OPENAI = "OpenAI-compatible endpoint (--backend openai)"
+
+def _flag(schema: type[BackendOptions], name: str) -> Any:
+    """A typer option for one schema field: its help, range and help panel."""
+    return typer.Option(
+        help=schema.flag_help(name),
+        show_default=schema.flag_default(name) is not None,
+        rich_help_panel=schema.panel,
+        **schema.flag_range(name),
+    )
 
 
 class ModeChoice(StrEnum):
@@ -26,6 +41,7 @@ class ModeChoice(StrEnum):
 
 @handle_errors
 def eval_cmd(
+    ctx: typer.Context,
     data: Annotated[
         Path,
         typer.Argument(
@@ -95,90 +111,34 @@ def eval_cmd(
     ] = False,
     chunk_size: Annotated[
         int, typer.Option(min=1, help="Prompts per engine call (and per shard).")
-    ] = 512,
-    tensor_parallel_size: Annotated[int, typer.Option(min=1, help="vLLM: GPUs per model.")] = 1,
-    max_model_len: Annotated[int | None, typer.Option(help="vLLM: context length.")] = None,
+    ] = DEFAULT_CHUNK_SIZE,
+    # The backends' flags: help, range and default come from their option schemas
+    # (the openai ones default to None: only typed options reach the manifest).
+    tensor_parallel_size: Annotated[int, _flag(VllmOptions, "tensor_parallel_size")] = (
+        VllmOptions.flag_default("tensor_parallel_size")
+    ),
+    max_model_len: Annotated[
+        int | None, _flag(VllmOptions, "max_model_len")
+    ] = VllmOptions.flag_default("max_model_len"),
     gpu_memory_utilization: Annotated[
-        float | None,
-        typer.Option(
-            help="vLLM: memory share for the KV cache (vLLM's default on GPU).",
-            show_default=False,
-        ),
-    ] = None,
-    kv_cache_memory_gb: Annotated[
-        float | None,
-        typer.Option(
-            min=0.01,
-            help="vLLM: a fixed KV-cache size in GiB (default on the CPU build: 1).",
-            show_default=False,
-        ),
-    ] = None,
-    dtype: Annotated[str, typer.Option(help="vLLM: weight dtype.")] = "auto",
-    trust_remote_code: Annotated[bool, typer.Option(help="vLLM: allow model code.")] = False,
-    base_url: Annotated[
-        str | None,
-        typer.Option(
-            help="openai: endpoint URL (default: $OPENAI_BASE_URL, else OpenAI's).",
-            show_default=False,
-            rich_help_panel=_OPENAI,
-        ),
-    ] = None,
-    api_key_env: Annotated[
-        str | None,
-        typer.Option(
-            help="openai: NAME of the environment variable holding the key (the key "
-            "itself is never a flag) (default: OPENAI_API_KEY).",
-            show_default=False,
-            rich_help_panel=_OPENAI,
-        ),
-    ] = None,
-    concurrency: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            help="openai: requests in flight (default: 32).",
-            show_default=False,
-            rich_help_panel=_OPENAI,
-        ),
-    ] = None,
+        float | None, _flag(VllmOptions, "gpu_memory_utilization")
+    ] = VllmOptions.flag_default("gpu_memory_utilization"),
+    kv_cache_memory_gb: Annotated[float | None, _flag(VllmOptions, "kv_cache_memory_gb")] = (
+        VllmOptions.flag_default("kv_cache_memory_gb")
+    ),
+    dtype: Annotated[str, _flag(VllmOptions, "dtype")] = VllmOptions.flag_default("dtype"),
+    trust_remote_code: Annotated[
+        bool, _flag(VllmOptions, "trust_remote_code")
+    ] = VllmOptions.flag_default("trust_remote_code"),
+    base_url: Annotated[str | None, _flag(OpenAIOptions, "base_url")] = None,
+    api_key_env: Annotated[str | None, _flag(OpenAIOptions, "api_key_env")] = None,
+    concurrency: Annotated[int | None, _flag(OpenAIOptions, "concurrency")] = None,
     requests_per_minute: Annotated[
-        float | None,
-        typer.Option(
-            min=0.001,
-            help="openai: request rate limit.",
-            show_default=False,
-            rich_help_panel=_OPENAI,
-        ),
+        float | None, _flag(OpenAIOptions, "requests_per_minute")
     ] = None,
-    tokens_per_minute: Annotated[
-        float | None,
-        typer.Option(
-            min=1,
-            help="openai: token rate limit (prompt + max_tokens per request, "
-            "refunded by the usage the endpoint reports).",
-            show_default=False,
-            rich_help_panel=_OPENAI,
-        ),
-    ] = None,
-    timeout: Annotated[
-        float | None,
-        typer.Option(
-            min=0.001,
-            help="openai: seconds per request attempt (default: 120).",
-            show_default=False,
-            rich_help_panel=_OPENAI,
-        ),
-    ] = None,
-    max_retries: Annotated[
-        int | None,
-        typer.Option(
-            min=0,
-            help="openai: retries of a failed request (429, 5xx, timeout, "
-            "reset, malformed) before its rollouts are stored as errors (default: 8).",
-            show_default=False,
-            rich_help_panel=_OPENAI,
-        ),
-    ] = None,
+    tokens_per_minute: Annotated[float | None, _flag(OpenAIOptions, "tokens_per_minute")] = None,
+    timeout: Annotated[float | None, _flag(OpenAIOptions, "timeout")] = None,
+    max_retries: Annotated[int | None, _flag(OpenAIOptions, "max_retries")] = None,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -249,31 +209,6 @@ def eval_cmd(
     from curate.engine.evaluate import EvalOptions, evaluate
     from curate.engine.progress import make_progress
 
-    engine_options: dict[str, object] = {}
-    if backend == "vllm":
-        engine_options = {
-            "tensor_parallel_size": tensor_parallel_size,
-            "max_model_len": max_model_len,
-            "gpu_memory_utilization": gpu_memory_utilization,
-            "kv_cache_memory_gb": kv_cache_memory_gb,
-            "dtype": dtype,
-            "trust_remote_code": trust_remote_code,
-        }
-        engine_options = {k: v for k, v in engine_options.items() if v is not None}
-    openai_options: dict[str, object] = {
-        "base_url": base_url,
-        "api_key_env": api_key_env,
-        "concurrency": concurrency,
-        "requests_per_minute": requests_per_minute,
-        "tokens_per_minute": tokens_per_minute,
-        "timeout": timeout,
-        "max_retries": max_retries,
-    }
-    if backend == "openai":
-        engine_options = _openai_engine_options(openai_options)
-    elif any(v is not None for v in openai_options.values()):
-        given = [k for k, v in openai_options.items() if v is not None]
-        raise UsageError(f"--{given[0].replace('_', '-')} is an option of --backend openai")
     opts = EvalOptions(
         data=data,
         model=model,
@@ -296,7 +231,7 @@ def eval_cmd(
         split=split,
         force_new=force_new,
         chunk_size=chunk_size,
-        engine_options=engine_options,
+        engine_options=backend_flags(backend, ctx.params),
         adaptive=adaptive,
         round_size=round_size,
         max_runs=max_runs,
@@ -319,6 +254,21 @@ def eval_cmd(
     print(f"next: curate report {outcome.run_dir}")
 
 
+def backend_flags(backend: str, params: Mapping[str, Any]) -> BackendOptions | dict[str, Any]:
+    """The chosen backend's options from its flags, validated by its schema. A flag
+    that defaults to None belongs to one backend: giving it to another is an error."""
+    chosen: BackendOptions | dict[str, Any] = {}
+    for name, schema in FLAG_SCHEMAS.items():
+        values = {f.name: params[f.name] for f in schema.flag_fields()}
+        if name == backend:
+            chosen = schema.parse({k: v for k, v in values.items() if v is not None})
+        elif schema.flags_default_to_none:
+            given = [k for k, v in values.items() if v is not None]
+            if given:
+                raise UsageError(f"{flag_name(given[0])} is an option of --backend {name}")
+    return chosen
+
+
 def adaptive_line(r: _adaptive.AdaptiveResult) -> str:
     """One line on what the adaptive loop did, against the fixed-N run it replaces."""
     cap = r.params.get("max_runs")
@@ -330,27 +280,6 @@ def adaptive_line(r: _adaptive.AdaptiveResult) -> str:
         fixed = cap * r.samples
         text += f"; a fixed {cap} per sample would be {fixed} ({1 - r.spent / fixed:.0%} saved)"
     return f"{text}; stopped: {r.stop_reason}"
-
-
-def _openai_engine_options(given: dict[str, object]) -> dict[str, object]:
-    """The openai backend's options as recorded in the manifest: never the key itself."""
-    import re
-    from urllib.parse import urlsplit
-
-    env = given.get("api_key_env")
-    if env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(env)):
-        # Do not echo the value: it may be the key, pasted where its name belongs.
-        raise UsageError("--api-key-env takes the NAME of an environment variable, not a key")
-    url = given.get("base_url")
-    if url is not None and urlsplit(str(url)).password:
-        raise UsageError(
-            "--base-url must not carry a password: put the key in an environment "
-            "variable and name it with --api-key-env"
-        )
-    options = {k: v for k, v in given.items() if v is not None}
-    # Where the key comes from is part of the record (its name only, never its value).
-    options.setdefault("api_key_env", "OPENAI_API_KEY")
-    return options
 
 
 def _print_dry_run(opts: EvalOptions, price_in: float | None, price_out: float | None) -> None:

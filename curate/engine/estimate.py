@@ -1,6 +1,7 @@
 """What `curate eval` would generate, without starting a model (`curate eval --dry-run`):
 the rollouts still missing, an estimate of their tokens, and the cost bound at given
-prices (USD per million tokens)."""
+prices (USD per million tokens). It reads the same `EvalOptions` as `evaluate`, and
+resolves them the same way (policy, samples, mode, run directory)."""
 
 from __future__ import annotations
 
@@ -57,12 +58,7 @@ def estimate_eval(
     import polars as pl
 
     from curate.data.samples import build_prompts
-    from curate.engine.evaluate import (
-        _local_chat_template,
-        adaptive_policy,
-        default_run_dir,
-        load_eval_samples,
-    )
+    from curate.engine.evaluate import adaptive_policy, load_eval_samples
     from curate.store.run_dir import RolloutStore
 
     # The run's own option checks and per-sample cap, so the estimate never describes
@@ -71,12 +67,11 @@ def estimate_eval(
     cap: int | None = opts.runs if policy is None else policy.max_runs
     budget = None if policy is None else policy.budget
     frame, fields = load_eval_samples(opts)
-    mode = opts.mode
-    if mode is None:
-        mode = "completion" if _local_chat_template(opts.model) is False else "chat"
+    # Without a local chat template to look at, assume chat (the usual case).
+    mode = opts.known_mode() or "chat"
     prompts = build_prompts(frame, fields, mode, system=opts.system, source=opts.data)
     ids = frame["sample_id"].to_list()
-    run_dir = opts.out or default_run_dir(opts.data, opts.model)
+    run_dir = opts.run_dir()
     store = RolloutStore(run_dir)
     stored: dict[str, int] = {}
     if not opts.force_new and store.shard_paths():

@@ -1,4 +1,10 @@
-"""`curate eval` as a library call: data -> prompts -> backend -> graded rollouts on disk."""
+"""`curate eval` as a library call: data -> prompts -> backend -> graded rollouts on disk.
+
+`EvalOptions` is the request as a user states it (a data file, a model, a backend by
+name and its options, sampling, adaptive settings): `curate eval` parses its flags
+into one and calls `evaluate` (or `estimate_eval` for --dry-run), exactly as Python
+callers do. `evaluate` loads the data, opens the backend and hands an `Evaluation`
+(curate/engine/spec.py) to `run_eval` or `run_adaptive`."""
 
 from __future__ import annotations
 
@@ -9,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from curate.backends.registry import open_backend
+from curate.backends.options import BackendOptions
+from curate.backends.registry import backend_options, open_backend
 from curate.core.prompts import Mode
 from curate.core.sampling import SamplingConfig
 from curate.data.samples import (
@@ -23,6 +30,7 @@ from curate.engine.adaptive import DEFAULT_ROUND_SIZE, AdaptivePolicy, run_adapt
 from curate.engine.progress import Progress
 from curate.engine.runner import EvalResult, run_eval
 from curate.engine.settings import SCORE_KEYS, EvalSettings, score_differences
+from curate.engine.spec import Evaluation
 from curate.errors import UsageError
 from curate.graders import default_grader_spec, get_grader
 from curate.store.run_dir import RolloutStore
@@ -53,14 +61,42 @@ class EvalOptions:
     limit: int | None = None
     force_new: bool = False
     chunk_size: int = 256
-    engine_options: dict[str, Any] = field(default_factory=dict)
-    # Adaptive evaluation (curate/engine/adaptive.py); the others need adaptive=True.
+    # The backend's options: its schema object (VllmOptions, OpenAIOptions, FakeOptions)
+    # or a mapping of the options given, validated against that schema.
+    engine_options: BackendOptions | dict[str, Any] = field(default_factory=dict)
+    # Adaptive evaluation (curate/engine/adaptive/); the others need adaptive=True.
     adaptive: bool = False
     round_size: int | None = None
     max_runs: int | None = None  # default: `runs`, or no cap with a budget
     budget: int | None = None
     balanced: int | None = None
     split: str | None = None  # one split of a saved Hugging Face DatasetDict
+
+    def backend_options(self) -> BackendOptions:
+        """The backend's validated options."""
+        return backend_options(self.backend, self.engine_options)
+
+    def sampling(self) -> SamplingConfig:
+        return SamplingConfig(
+            temperature=self.temperature,
+            top_p=self.top_p,
+            max_tokens=self.max_tokens,
+            stop=tuple(self.stop),
+        )
+
+    def run_dir(self) -> Path:
+        """`out`, else runs/<data stem>__<model name>."""
+        return self.out or default_run_dir(self.data, self.model)
+
+    def known_mode(self) -> Mode | None:
+        """The prompt mode, when it is known before the backend starts: as given, else
+        from a local model directory's chat template (None: the backend will tell)."""
+        if self.mode is not None:
+            return self.mode
+        has_template = local_chat_template(self.model)
+        if has_template is None:
+            return None
+        return "chat" if has_template else "completion"
 
 
 @dataclass
@@ -77,7 +113,7 @@ def default_run_dir(data: Path, model: str) -> Path:
     return Path("runs") / safe
 
 
-def _local_chat_template(model: str) -> bool | None:
+def local_chat_template(model: str) -> bool | None:
     """Whether a local model directory ships a chat template (None: can't tell yet)."""
     config = Path(model) / "tokenizer_config.json"
     if not config.is_file():
@@ -111,7 +147,7 @@ def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome
     references = references_by_id(frame, fields)
     grader_spec = opts.grader or default_grader_spec(list(references.values()))
     grader = get_grader(grader_spec)
-    run_dir = opts.out or default_run_dir(opts.data, opts.model)
+    run_dir = opts.run_dir()
     store = RolloutStore(run_dir)
     if opts.force_new and run_dir.exists():
         for path in (store.rollouts_dir, store.manifest_path, store.samples_path):
@@ -120,22 +156,14 @@ def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome
             elif path.exists():
                 path.unlink()
     previous = store.read_manifest() if store.exists() else None
-    mode: Mode | None = opts.mode
-    if mode is None:
-        has_template = _local_chat_template(opts.model)
-        if has_template is not None:
-            mode = "chat" if has_template else "completion"
+    mode = opts.known_mode()
+    options = opts.backend_options()
     settings = EvalSettings(
         model=opts.model,
         backend=opts.backend,
         runs=opts.runs,
         mode=mode or "chat",
-        sampling=SamplingConfig(
-            temperature=opts.temperature,
-            top_p=opts.top_p,
-            max_tokens=opts.max_tokens,
-            stop=tuple(opts.stop),
-        ),
+        sampling=opts.sampling(),
         seed=opts.seed,
         grader=grader_spec,
         dataset_path=str(opts.data),
@@ -147,16 +175,14 @@ def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome
         template=opts.template,
         system=opts.system,
         limit=opts.limit,
-        engine_options=dict(opts.engine_options),
+        engine_options=options.record(),
         adaptive=_manifest_policy(policy, previous),
     )
     # Refuse a mismatched resume before paying for an engine start.
     skip = {"chat_template_sha256"} | ({"mode"} if mode is None else set())
     _check_resume(previous, settings.manifest(), run_dir, ignore=skip)
     try:
-        with open_backend(
-            opts.backend, opts.model, seed=opts.seed, **opts.engine_options
-        ) as backend:
+        with open_backend(opts.backend, opts.model, options, seed=opts.seed) as backend:
             info = backend.info()
             if mode is None:
                 mode = "chat" if info.has_chat_template else "completion"
@@ -167,38 +193,25 @@ def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome
             if opts.split is not None:
                 manifest["dataset_split"] = opts.split
             _check_resume(previous, manifest, run_dir, ignore=set())
-            prompts = prompts_by_id(frame, fields, mode, system=opts.system, source=opts.data)
+            evaluation = Evaluation(
+                backend=backend,
+                grader=grader,
+                prompts=prompts_by_id(frame, fields, mode, system=opts.system, source=opts.data),
+                references=references,
+                sampling=settings.sampling,
+                mode=mode,
+                seed=opts.seed,
+                runs=opts.runs,
+                chunk_size=opts.chunk_size,
+            )
             store.create()
             store.write_samples(frame)
             store.write_manifest(manifest)
+            result: EvalResult
             if policy is None:
-                result = run_eval(
-                    store,
-                    backend=backend,
-                    grader=grader,
-                    prompts=prompts,
-                    references=references,
-                    runs=opts.runs,
-                    sampling=settings.sampling,
-                    mode=mode,
-                    seed=opts.seed,
-                    chunk_size=opts.chunk_size,
-                    progress=progress,
-                )
+                result = run_eval(store, evaluation, progress=progress)
             else:
-                result = run_adaptive(
-                    store,
-                    backend=backend,
-                    grader=grader,
-                    prompts=prompts,
-                    references=references,
-                    policy=policy,
-                    sampling=settings.sampling,
-                    mode=mode,
-                    seed=opts.seed,
-                    chunk_size=opts.chunk_size,
-                    progress=progress,
-                )
+                result = run_adaptive(store, evaluation, policy, progress=progress)
                 # What the last adaptive pass did, for whoever reads the run later.
                 manifest["adaptive_summary"] = result.summary()
                 store.write_manifest(manifest)

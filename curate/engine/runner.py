@@ -1,6 +1,9 @@
 """The evaluation engine: plan the missing rollouts, generate in chunks, grade,
 and write each chunk as a shard as soon as it is done. The run directory is the
-cache: a re-run does only the (sample_id, run_idx) pairs that are not stored."""
+cache: a re-run does only the (sample_id, run_idx) pairs that are not stored.
+
+`run_eval(store, evaluation)` draws what an `Evaluation` (curate/engine/spec.py)
+describes; the adaptive driver calls it once per round."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from curate.backends.base import (
 from curate.core.rollout import Rollout, rollout_columns
 from curate.core.seeds import derive_seed
 from curate.engine.progress import NullProgress, OutcomeTally, Progress
+from curate.engine.spec import DEFAULT_CHUNK_SIZE, Evaluation, evaluation_of
 from curate.errors import CurateError, RunError, one_line
 from curate.graders import Grader
 from curate.store.run_dir import RolloutStore
@@ -29,9 +33,7 @@ from curate.store.run_dir import RolloutStore
 if TYPE_CHECKING:
     import polars as pl
 
-# Prompts per engine call, and per shard: large enough that the engine batches
-# well, small enough that a killed run loses little.
-DEFAULT_CHUNK_SIZE = 512
+__all__ = ["DEFAULT_CHUNK_SIZE", "EvalResult", "Evaluation", "plan_requests", "run_eval"]
 # A streaming backend's finished rollouts reach disk at least this often.
 FLUSH_SECONDS = 2.0
 # What planning needs of the stored rollouts.
@@ -215,27 +217,24 @@ def _guard(make_iter):  # type: ignore[no-untyped-def]
 
 def run_eval(
     store: RolloutStore,
+    evaluation: Evaluation | None = None,
     *,
-    backend: Backend,
-    grader: Grader,
-    prompts: Mapping[str, Prompt],
-    references: Mapping[str, Any],
-    runs: int | Mapping[str, int],
-    sampling: SamplingConfig,
-    mode: Mode,
-    seed: int,
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
     progress: Progress | None = None,
     stored: pl.DataFrame | None = None,
+    **fields: Any,
 ) -> EvalResult:
-    """Generate and grade every missing (sample_id, run_idx) with run_idx < runs.
+    """Generate and grade every missing (sample_id, run_idx) with run_idx below the
+    evaluation's run count (or per-sample target).
 
-    `runs` may be a per-sample target count. `stored` is the store's de-duplicated
-    rollouts (sample_id, run_idx, score, error) when the caller has just read them
-    (the adaptive loop does, every round), to save a second read.
+    `fields` are the Evaluation's own, for callers that spell them out
+    (`run_eval(store, backend=..., grader=..., ...)`). `stored` is the store's
+    de-duplicated rollouts (sample_id, run_idx, score, error) when the caller has just
+    read them (the adaptive loop does, every round), to save a second read.
     """
     import polars as pl
 
+    ev = evaluation_of(evaluation, fields)
+    prompts, runs = ev.prompts, ev.runs
     progress = progress or NullProgress()
     existing = stored if stored is not None else stored_outcomes(store)
     done: set[tuple[str, int]] = set()
@@ -251,7 +250,7 @@ def run_eval(
             for s, r, v in zip(sids, run_idxs, scored["score"].to_list(), strict=True)
             if r < target_runs(runs, s)
         )
-    requests = plan_requests(prompts, runs, done, seed)
+    requests = plan_requests(prompts, runs, done, ev.seed)
     total = sum(target_runs(runs, sid) for sid in prompts)
     todo = sum(r.n for r in requests)
     result = EvalResult(skipped=total - todo)
@@ -261,7 +260,7 @@ def run_eval(
     def store_chunk(
         chunk: Sequence[GenerationRequest], generations: Sequence[Sequence[Generation]]
     ) -> None:
-        cols = grade_generations(chunk, generations, references, grader)
+        cols = grade_generations(chunk, generations, ev.references, ev.grader)
         frame = pl.DataFrame(cols, schema_overrides={"run_idx": pl.Int32})
         store.append(frame)
         n = frame.height
@@ -273,9 +272,9 @@ def run_eval(
         tally.add_many(zip(cols["sample_id"], cols["score"], strict=True))
         progress.advance(n, errors, tally)
 
-    batches = _generate(backend, requests, sampling, mode, chunk_size)
+    batches = _generate(ev.backend, requests, ev.sampling, ev.mode, ev.chunk_size)
     try:
-        if isinstance(backend, StreamingBackend):
+        if isinstance(ev.backend, StreamingBackend):
             # Results already arrive on the backend's own thread: store them in order.
             for chunk, generations in batches:
                 store_chunk(chunk, generations)

@@ -1,44 +1,73 @@
-"""Export formats by name: the one place `curate filter --format` looks them up."""
+"""Export formats by name: the one place `curate filter --format` looks them up.
+
+The formats sit in the ground floor's `Registry` (as backends do): each is the
+`FORMAT` of its module, imported when first asked for. `FORMATS` is a read-only
+name -> format view of it, in registration order.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack
 from pathlib import Path
 
+from curate.core.registry import Registry
 from curate.errors import UsageError
-from curate.exports import jsonl, openai_rft, openrlhf, parquet, trl, verl
 from curate.exports.base import ExportBatch, ExportFormat, ExportResult
 from curate.store.tables import table_format
 
-FORMATS: dict[str, ExportFormat] = {
-    fmt.name: fmt
-    for fmt in (
-        jsonl.FORMAT,
-        parquet.FORMAT,
-        verl.FORMAT,
-        trl.FORMAT,
-        openrlhf.FORMAT,
-        openai_rft.FORMAT,
-    )
-}
+
+def _key(name: str) -> str:
+    """Case-insensitive, and `_` may stand for `-` (openai_rft)."""
+    return name.strip().lower().replace("_", "-")
+
+
+REGISTRY: Registry[ExportFormat] = Registry(
+    "format",
+    normalise=_key,
+    unknown=lambda name, names: f"unknown --format '{name}' (choose from {', '.join(names)})",
+)
+for _name, _module in (
+    ("jsonl", "jsonl"),
+    ("parquet", "parquet"),
+    ("verl", "verl"),
+    ("trl", "trl"),
+    ("openrlhf", "openrlhf"),
+    ("openai-rft", "openai_rft"),
+):
+    REGISTRY.add(_name, f"curate.exports.{_module}:FORMAT")
+
+
+class _FormatView(Mapping[str, ExportFormat]):
+    """The registered formats as a mapping (name -> format), loading each on access."""
+
+    def __getitem__(self, name: str) -> ExportFormat:
+        if name not in REGISTRY:
+            raise KeyError(name)
+        return REGISTRY.get(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(REGISTRY.names())
+
+    def __len__(self) -> int:
+        return len(REGISTRY.names())
+
+
+FORMATS: Mapping[str, ExportFormat] = _FormatView()
 
 
 def register(fmt: ExportFormat) -> None:
     """Add (or replace) a format under its name."""
-    FORMATS[fmt.name] = fmt
+    REGISTRY.register(fmt.name, fmt, help=fmt.description)
 
 
 def format_names() -> list[str]:
-    return list(FORMATS)
+    return REGISTRY.names()
 
 
 def get_format(name: str) -> ExportFormat:
     """The format called `name` (case-insensitive; `_` may stand for `-`)."""
-    key = name.strip().lower().replace("_", "-")
-    try:
-        return FORMATS[key]
-    except KeyError:
-        raise UsageError(f"unknown --format '{name}' (choose from {', '.join(FORMATS)})") from None
+    return REGISTRY.get(name)
 
 
 def format_for_output(output: Path) -> ExportFormat:

@@ -1,11 +1,11 @@
-"""Adaptive evaluation: draw rollouts in rounds and stop a sample as soon as it has
-learning signal (seed 002's gate: a group is useful only when its outcomes differ).
+"""The adaptive policy, pure: which samples draw how many more rollouts, round by
+round, and the one round loop that drives it (no engine, no store, no polars).
 
-The policy is a pure object: given each sample's outcomes so far, it says how many
-more rollouts each sample draws this round. `run_policy` drives it against any
-source of outcomes (a replay of stored outcomes, a simulation); `run_adaptive`
-drives it against a backend through `run_eval`, round by round, with the run
-directory as the only state, so a killed adaptive run resumes like a normal one.
+`AdaptivePolicy.next_round` maps each sample's outcomes so far (`SampleState`) to the
+draws of the next round. `run_rounds` runs the loop against an `OutcomeSource`:
+`run_policy` and `replay` use a per-sample draw function (stored outcomes, a
+simulation); the driver (`curate.engine.adaptive.driver`) uses a source backed by a
+backend and the run directory.
 
 Rules (Reinforce-Ada-Seq style):
 - a sample leaves the pool once its outcomes are mixed (two scores differ), or with
@@ -25,23 +25,13 @@ from __future__ import annotations
 
 import heapq
 import math
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
 
 from curate.core.outcome import PASS_SCORE, outcome_of_scores
-from curate.engine.progress import NullProgress, OutcomeTally, Progress
-from curate.engine.runner import DEFAULT_CHUNK_SIZE, EvalResult, run_eval, stored_outcomes
 from curate.errors import UsageError
 from curate.stats.estimators import BetaPrior, fit_beta_prior
-
-if TYPE_CHECKING:
-    import polars as pl
-
-    from curate.backends.base import Backend, Mode, Prompt, SamplingConfig
-    from curate.graders import Grader
-    from curate.store.run_dir import RolloutStore
 
 # One draw per round: a sample stops at the very draw that mixes it (Reinforce-Ada-Seq);
 # an untouched sample still draws two, the fewest that can be mixed.
@@ -250,6 +240,49 @@ def prior_from_states(states: Iterable[SampleState]) -> BetaPrior:
     return fit_beta_prior((n, float(c), w) for (n, c), w in hist.items())
 
 
+# -- the round loop -----------------------------------------------------------
+@dataclass(frozen=True)
+class Observation:
+    """What the loop knows before a round: each sample's outcomes so far, the rollouts
+    the run holds (scored or failed: what a budget counts), and the samples that can
+    give no more (a replayed sequence that ran out, a sample whose attempts all failed)."""
+
+    states: Mapping[str, SampleState]
+    spent: int
+    exhausted: Collection[str] = frozenset()
+
+
+class OutcomeSource(Protocol):
+    """Where a round's outcomes come from: a replay or simulation (`run_policy`), or a
+    backend through the run directory (`curate.engine.adaptive.driver`)."""
+
+    def observe(self) -> Observation:
+        """The state before the next round."""
+        ...
+
+    def draw(self, plan: Mapping[str, int]) -> None:
+        """Draw `plan[sample_id]` more rollouts of each planned sample."""
+        ...
+
+
+def run_rounds(
+    policy: AdaptivePolicy, source: OutcomeSource, *, max_rounds: int | None = None
+) -> tuple[int, Observation]:
+    """Observe, plan, draw, until the policy asks for nothing (or `max_rounds` rounds);
+    returns the rounds run and the last observation. The one loop every driver runs."""
+    rounds = 0
+    while True:
+        seen = source.observe()
+        if max_rounds is not None and rounds >= max_rounds:
+            return rounds, seen
+        pool = {sid: st for sid, st in seen.states.items() if sid not in seen.exhausted}
+        plan = policy.next_round(pool, spent=seen.spent)
+        if not plan:
+            return rounds, seen
+        source.draw(plan)
+        rounds += 1
+
+
 # -- driving the policy without an engine ------------------------------------
 @dataclass
 class PolicyTrace:
@@ -261,6 +294,30 @@ class PolicyTrace:
     @property
     def rollouts(self) -> int:
         return sum(len(v) for v in self.outcomes.values())
+
+
+class _PerSampleSource:
+    """An OutcomeSource over `draw(sample_id, k) -> up to k outcomes`; a sample that
+    gets fewer than asked is exhausted (a replayed sequence that ran out)."""
+
+    def __init__(self, sample_ids: Iterable[str], draw: Callable[[str, int], Sequence[float]]):
+        self.outcomes: dict[str, list[float]] = {sid: [] for sid in sample_ids}
+        self.states = {sid: SampleState() for sid in self.outcomes}
+        self.exhausted: set[str] = set()
+        self._draw = draw
+
+    def observe(self) -> Observation:
+        spent = sum(len(v) for v in self.outcomes.values())
+        return Observation(self.states, spent, self.exhausted)
+
+    def draw(self, plan: Mapping[str, int]) -> None:
+        for sid, k in plan.items():
+            got = list(self._draw(sid, k))[:k]
+            if len(got) < k:
+                self.exhausted.add(sid)
+            self.outcomes[sid].extend(got)
+            if got:
+                self.states[sid] = SampleState.of(self.outcomes[sid])
 
 
 def run_policy(
@@ -275,23 +332,9 @@ def run_policy(
     A sample for which `draw` returns fewer outcomes than asked is exhausted and
     leaves the pool (a replayed sequence that ran out).
     """
-    outcomes: dict[str, list[float]] = {sid: [] for sid in sample_ids}
-    states = {sid: SampleState() for sid in outcomes}
-    exhausted: set[str] = set()
-    trace = PolicyTrace(outcomes=outcomes)
-    while trace.rounds < max_rounds:
-        pool = {sid: st for sid, st in states.items() if sid not in exhausted}
-        plan = policy.next_round(pool, spent=trace.rollouts)
-        if not plan:
-            break
-        trace.rounds += 1
-        for sid, k in plan.items():
-            got = list(draw(sid, k))[:k]
-            if len(got) < k:
-                exhausted.add(sid)
-            outcomes[sid].extend(got)
-            states[sid] = SampleState.of(outcomes[sid]) if got else states[sid]
-    return trace
+    source = _PerSampleSource(sample_ids, draw)
+    rounds, _ = run_rounds(policy, source, max_rounds=max_rounds)
+    return PolicyTrace(outcomes=source.outcomes, rounds=rounds)
 
 
 def replay(policy: AdaptivePolicy, sequences: Mapping[str, Sequence[float]]) -> PolicyTrace:
@@ -312,223 +355,3 @@ def outcome_label(scores: Sequence[float]) -> str | None:
     "mixed" is every other case, including the same partial credit throughout.
     """
     return outcome_of_scores(scores)
-
-
-# -- driving the policy against a backend ------------------------------------
-@dataclass
-class AdaptiveResult(EvalResult):
-    """An eval result plus what the adaptive loop did."""
-
-    rounds: int = 0
-    spent: int = 0  # rollouts the run holds at the end (scored or failed)
-    mixed: int = 0  # samples whose outcomes are mixed
-    settled: int = 0  # samples that left the pool (mixed, or balanced)
-    capped: int = 0  # samples still all the same at the cap
-    samples: int = 0
-    stop_reason: str = ""
-    params: dict[str, Any] = field(default_factory=dict)
-
-    def summary(self) -> dict[str, Any]:
-        """For the manifest and the CLI line."""
-        return {
-            "rounds": self.rounds,
-            "rollouts": self.spent,
-            "samples": self.samples,
-            "mixed": self.mixed,
-            "settled": self.settled,
-            "capped": self.capped,
-            "stop_reason": self.stop_reason,
-        }
-
-
-@dataclass
-class StoredState:
-    """The adaptive state rebuilt from a run directory."""
-
-    states: dict[str, SampleState]
-    targets: dict[str, int]  # run count that covers the stored runs (no holes beyond)
-    holes: dict[str, list[int]]  # missing run indices below the highest scored one
-    spent: int
-
-
-def state_from_store(stored: pl.DataFrame | None, sample_ids: Sequence[str]) -> StoredState:
-    """Per-sample outcome counts from de-duplicated rollouts (sample_id, run_idx, score, error)."""
-    import polars as pl
-
-    states = {sid: SampleState() for sid in sample_ids}
-    targets = dict.fromkeys(sample_ids, 0)
-    holes: dict[str, list[int]] = {}
-    if stored is None or stored.height == 0:
-        return StoredState(states, targets, holes, 0)
-    mine = stored.filter(pl.col("sample_id").is_in(list(sample_ids)))
-    scored = mine.filter(pl.col("error").is_null() & pl.col("score").is_not_null())
-    agg = scored.group_by("sample_id").agg(
-        pl.len().alias("n"),
-        (pl.col("score") >= PASS_SCORE).sum().alias("c"),
-        pl.col("score").min().alias("lo"),
-        pl.col("score").max().alias("hi"),
-        pl.col("run_idx").max().alias("last"),
-    )
-    gappy = []
-    for sid, n, c, lo, hi, last in agg.iter_rows():
-        states[sid] = SampleState(int(n), int(c), float(lo), float(hi))
-        targets[sid] = int(last) + 1
-        if int(last) + 1 != int(n):
-            gappy.append(sid)
-    if gappy:  # rare: failed rollouts in the middle of a sample's runs
-        for sid, idx in (
-            scored.filter(pl.col("sample_id").is_in(gappy))
-            .group_by("sample_id")
-            .agg(pl.col("run_idx"))
-            .iter_rows()
-        ):
-            have = set(idx)
-            holes[sid] = [r for r in range(targets[sid]) if r not in have]
-    return StoredState(states, targets, holes, mine.height)
-
-
-def target_count(state: StoredState, sample_id: str, extra: int) -> int:
-    """The run count whose missing run indices are exactly `extra` new ones (holes first)."""
-    holes = state.holes.get(sample_id, [])
-    if extra <= len(holes):
-        return holes[extra - 1] + 1
-    return state.targets[sample_id] + extra - len(holes)
-
-
-class _CombinedTally(OutcomeTally):
-    """The live tally line over every sample: the samples outside this round are fixed."""
-
-    def __init__(self, base: tuple[int, int, int], live: OutcomeTally) -> None:
-        super().__init__(scored=live.scored, passed=live.passed, credited=live.credited)
-        self.base = base
-
-    def counts(self) -> tuple[int, int, int]:
-        right, wrong, mixed = super().counts()
-        return right + self.base[0], wrong + self.base[1], mixed + self.base[2]
-
-
-class _RoundsProgress:
-    """One progress display across all rounds (run_eval starts and finishes one per round)."""
-
-    def __init__(self, inner: Progress, total: int) -> None:
-        self.inner = inner
-        self.total = total
-        self.started = False
-        self.stored = 0  # rollouts already in the run when the loop began
-        self.base: tuple[int, int, int] = (0, 0, 0)
-
-    def start(self, total: int, done: int, tally: OutcomeTally) -> None:
-        if not self.started:
-            self.started = True
-            self.inner.start(self.total, self.stored, _CombinedTally(self.base, tally))
-
-    def advance(self, rollouts: int, errors: int, tally: OutcomeTally) -> None:
-        self.inner.advance(rollouts, errors, _CombinedTally(self.base, tally))
-
-    def finish(self) -> None:
-        pass  # the loop finishes the display once, at the end
-
-
-def _label_counts(states: Iterable[SampleState]) -> tuple[int, int, int]:
-    right = wrong = mixed = 0
-    for st in states:
-        if st.n == 0:
-            continue
-        if st.lowest is not None and st.lowest >= PASS_SCORE:
-            right += 1
-        elif st.highest is not None and st.highest <= 0.0:
-            wrong += 1
-        else:
-            mixed += 1
-    return right, wrong, mixed
-
-
-def run_adaptive(
-    store: RolloutStore,
-    *,
-    backend: Backend,
-    grader: Grader,
-    prompts: Mapping[str, Prompt],
-    references: Mapping[str, Any],
-    policy: AdaptivePolicy,
-    sampling: SamplingConfig,
-    mode: Mode,
-    seed: int,
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
-    progress: Progress | None = None,
-) -> AdaptiveResult:
-    """Draw rounds through `run_eval` until the policy has nothing left to ask.
-
-    Every round starts from the run directory (so a resumed run rebuilds its state
-    from the stored rollouts). A sample whose round brought no scored rollout (every
-    attempt failed) sits out the rest of this invocation; a re-run retries it.
-    """
-    ids = list(prompts)
-    cap_total = policy.budget if policy.budget is not None else len(ids) * (policy.max_runs or 0)
-    shown = _RoundsProgress(progress or NullProgress(), cap_total)
-    result = AdaptiveResult(params=policy.params(), samples=len(ids))
-    stalled: set[str] = set()
-    # Scored rollouts per sample before the last round, when that round had errors.
-    check: dict[str, int] = {}
-    start = time.perf_counter()
-    try:
-        while True:
-            stored = stored_outcomes(store)
-            now = state_from_store(stored, ids)
-            stalled.update(sid for sid, n in check.items() if now.states[sid].n <= n)
-            if result.rounds == 0:
-                result.skipped = now.spent
-                shown.stored = now.spent
-            pool = {sid: st for sid, st in now.states.items() if sid not in stalled}
-            plan = policy.next_round(pool, spent=now.spent)
-            result.spent = now.spent
-            if not plan:
-                result.stop_reason = _stop_reason(policy, now, stalled)
-                _final_counts(result, policy, now)
-                break
-            targets = {sid: target_count(now, sid, k) for sid, k in plan.items()}
-            shown.base = _label_counts(st for sid, st in now.states.items() if sid not in plan)
-            before = {sid: now.states[sid].n for sid in plan}
-            res = run_eval(
-                store,
-                backend=backend,
-                grader=grader,
-                prompts=prompts,
-                references=references,
-                runs=targets,
-                sampling=sampling,
-                mode=mode,
-                seed=seed,
-                chunk_size=chunk_size,
-                progress=shown,
-                stored=stored,
-            )
-            result.rounds += 1
-            result.rollouts += res.rollouts
-            result.errors += res.errors
-            result.truncated += res.truncated
-            result.shards += res.shards
-            check = before if res.errors else {}
-    finally:
-        if shown.started:
-            shown.inner.finish()
-        result.seconds = time.perf_counter() - start
-    return result
-
-
-def _stop_reason(policy: AdaptivePolicy, now: StoredState, stalled: set[str]) -> str:
-    if stalled:
-        return f"{len(stalled)} sample(s) got no scored rollout in a round; re-run to retry"
-    if policy.budget is not None and now.spent >= policy.budget:
-        return "budget spent"
-    if policy.budget is not None and any(policy.wanted(st) for st in now.states.values()):
-        return "the rest of the budget cannot open another sample"
-    return "every sample is mixed or at the cap"
-
-
-def _final_counts(result: AdaptiveResult, policy: AdaptivePolicy, now: StoredState) -> None:
-    for st in now.states.values():
-        result.mixed += st.mixed
-        result.settled += policy.settled(st)
-        room = policy.room(st)
-        result.capped += (not st.mixed) and room == 0
