@@ -7,8 +7,11 @@ adaptive concurrency, the background loop that streams finished requests to the
 synchronous engine, and key scrubbing are the remote-call core's (`curate.remote`).
 
 A 4xx other than 429 stops the run with one line, once it is clear that the endpoint
-does not merely refuse n > 1, `seed` or `max_tokens`. The API key is read from the
-environment and scrubbed from every message this module produces.
+does not merely refuse n > 1, `seed` or `max_tokens`, except a 400/413/422 for one
+prompt (say, too long for the model's context) once the endpoint has accepted other
+requests: that prompt's rollouts become error rows with the reason, and the run goes
+on. An endpoint that stops answering for a while stops the run. The API key is read
+from the environment and scrubbed from every message this module produces.
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ from curate.remote import (
     TIMEOUT,
     AdaptiveConcurrency,
     Attempt,
+    EndpointDown,
+    FailureStreak,
     GaveUp,
     Pacer,
     Rejected,
@@ -54,6 +59,7 @@ from curate.remote import (
     RetryPolicy,
     Secret,
     TokenBucket,
+    Unreachable,
     exception_chain,
     is_name_resolution_failure,
     parse_retry_after,
@@ -90,6 +96,20 @@ DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 PLACEHOLDER_KEY = "EMPTY"
 # Rejections that may only mean "this endpoint does not take n > 1 or seed".
 _CAPABILITY_STATUSES = (400, 422)
+# Rejections that may be about one request alone (too long a prompt, say): once the
+# endpoint has accepted others, they become that request's error rows.
+_PER_REQUEST_STATUSES = (400, 413, 422)
+# So many requests rejected in a row, with no success between, means the endpoint now
+# refuses everything (a model swapped mid-run, say): stop rather than fill the store
+# with error rows. Large, so that a run of long prompts in a sorted data set passes.
+REJECTION_STREAK = 64
+# How to point the backend at a server when the endpoint cannot be reached.
+_URL_HINT = (
+    "to use a local server, point --base-url (or OPENAI_BASE_URL) at it, "
+    "e.g. http://127.0.0.1:8000/v1 for `vllm serve`"
+)
+# The finish reason of a completion stopped by the provider's content filter.
+CONTENT_FILTER = "content_filter"
 
 
 # --------------------------------------------------------------------------- settings
@@ -132,11 +152,17 @@ class BackendStats(RemoteStats):
 
     failed_rollouts: int = 0  # rollouts stored as errors after their last retry
     capability_probes: int = 0  # extra requests made to learn about n / seed support
+    rejected_rollouts: int = 0  # rollouts stored as errors: the endpoint refused the prompt
+    content_filtered: int = 0  # completions the provider's content filter stopped
 
     def summary(self) -> str:
         line = self.retry_line()
         if self.failed_rollouts:
             line += f", {self.failed_rollouts} rollouts failed after retries"
+        if self.rejected_rollouts:
+            line += f", {self.rejected_rollouts} rollouts rejected by the endpoint"
+        if self.content_filtered:
+            line += f", {self.content_filtered} completions stopped by the content filter"
         return line + self.concurrency_line()
 
 
@@ -200,6 +226,14 @@ def _error_code(exc: openai.APIStatusError) -> str | None:
 
 class _Redo(Exception):
     """The endpoint's capabilities were learned meanwhile: plan the request again."""
+
+
+class _PromptRejected(Exception):
+    """A rejection that may concern this request alone (see _PER_REQUEST_STATUSES)."""
+
+    def __init__(self, rejected: Rejected) -> None:
+        super().__init__(rejected.detail)
+        self.rejected = rejected
 
 
 # --------------------------------------------------------------------------- helpers
@@ -337,6 +371,7 @@ class OpenAIBackend:
         self.n_supported: bool | None = None
         self.seed_supported: bool | None = None
         self.reached = False  # some request got an HTTP answer (any status)
+        self.accepted = False  # some request got a usable answer
         # Newer chat models refuse `max_tokens` and want `max_completion_tokens`.
         self.max_completion_tokens = False
 
@@ -468,6 +503,7 @@ class _Run:
             stats=self.stats,
         )
         self.probe_lock = asyncio.Lock()
+        self.rejections = FailureStreak(REJECTION_STREAK)
         self.endpoint = (
             client.chat.completions.with_raw_response
             if mode == "chat"
@@ -480,15 +516,7 @@ class _Run:
             if self.b.n_supported is None or self.b.seed_supported is None:
                 # The first request goes alone, so that an endpoint rejecting n > 1 or
                 # seed is detected once, not by a burst of rejected requests.
-                index, req = pending.pop(0)
-                gens = await self._request(req)
-                refused = all((g.error or "").startswith("connection") for g in gens)
-                if refused and not (self.b.reached or self.caller.answered):
-                    # Nothing ever answered: a wrong URL or a server that is down. Stop,
-                    # rather than turn the whole data set into error rows.
-                    url = redact_url(self.cfg.base_url)
-                    raise RunError(self.b.scrub(f"cannot reach {url}: {gens[0].error}"))
-                self.emit((index, gens))
+                await self._first(pending)
             # More workers than slots: a worker sleeping before a retry holds no slot,
             # and the others keep the endpoint busy meanwhile.
             await run_pool(pending, 2 * self.cfg.concurrency, self._work)
@@ -496,9 +524,49 @@ class _Run:
             self.b.reached = self.b.reached or self.caller.answered
             self.caller.finish()
 
+    async def _first(self, pending: list[tuple[int, GenerationRequest]]) -> None:
+        """Send requests alone until one is not refused. A refusal of the first that
+        the second shares (or with no second to try) is the endpoint refusing every
+        request: stop. Otherwise it was that prompt's: its rows say why."""
+        held: list[tuple[int, GenerationRequest]] = []
+        refusal: Rejected | None = None
+        while pending:
+            index, req = pending.pop(0)
+            try:
+                gens = await self._request(req)
+            except _PromptRejected as prompt_rejected:
+                if refusal is not None or not pending:
+                    raise self._fatal(refusal or prompt_rejected.rejected) from None
+                held.append((index, req))
+                refusal = prompt_rejected.rejected
+                continue
+            refused = all((g.error or "").startswith("connection") for g in gens)
+            if refused and not self._heard_from():
+                # Nothing ever answered: a wrong URL or a server that is down. Stop,
+                # rather than turn the whole data set into error rows.
+                raise self._unreachable(gens[0].error or "")
+            self.emit((index, gens))
+            break
+        for index, req in held:
+            assert refusal is not None
+            self.emit((index, self._rejected_rows(refusal, req.seed, req.n)))
+
+    def _heard_from(self) -> bool:
+        return self.b.reached or self.caller.answered
+
+    def _unreachable(self, detail: str) -> RunError:
+        url = redact_url(self.cfg.base_url)
+        return RunError(self.b.scrub(f"cannot reach {url}: {detail}") + f" ({_URL_HINT})")
+
     async def _work(self, item: tuple[int, GenerationRequest]) -> None:
         index, req = item
-        self.emit((index, await self._request(req)))
+        try:
+            gens = await self._request(req)
+        except _PromptRejected as prompt_rejected:
+            # Refused while the endpoint has accepted nothing at all: no way to tell a
+            # bad prompt from a request it refuses whatever the prompt.
+            raise self._fatal(prompt_rejected.rejected) from None
+        self.emit((index, gens))
 
     # -- one request (n rollouts) ------------------------------------------
 
@@ -509,12 +577,27 @@ class _Run:
                 if req.n > 1 and self.b.n_supported is False:
                     return await self._one_by_one(req, [])
                 gens = await self._call(req.prompt, req.n, req.seed)
+                for gen in gens:
+                    gen.seed = req.seed
                 if len(gens) < req.n:  # n was ignored: fetch the rest one by one
                     return await self._one_by_one(req, gens)
                 return gens
             except _Redo:
                 continue
+            except _PromptRejected as prompt_rejected:
+                if not self.b.accepted:
+                    raise  # nothing accepted yet: the first request decides (_first)
+                return self._rejected_rows(prompt_rejected.rejected, req.seed, req.n)
         raise RunError("the endpoint's answers about n and seed support kept changing")
+
+    def _rejected_rows(self, rejected: Rejected, seed: int | None, n: int) -> list[Generation]:
+        """Error rows for a prompt the endpoint refused (the run goes on), unless the
+        endpoint has refused so many requests in a row that it refuses everything."""
+        if self.rejections.fail():
+            raise self._fatal(rejected)
+        self.stats.rejected_rollouts += n
+        error = self.b.scrub(f"rejected: {rejected.status} {rejected.detail}")
+        return [Generation(text=None, error=error, seed=seed) for _ in range(n)]
 
     async def _one_by_one(self, req: GenerationRequest, have: list[Generation]) -> list[Generation]:
         """The rest of `req`'s rollouts as n=1 requests, each with its own seed."""
@@ -527,9 +610,15 @@ class _Run:
             )
             for _ in range(4):
                 try:
-                    return (await self._call(req.prompt, 1, seed))[0]
+                    gen = (await self._call(req.prompt, 1, seed))[0]
                 except _Redo:
                     continue
+                except _PromptRejected as prompt_rejected:
+                    if not self.b.accepted:
+                        raise
+                    gen = self._rejected_rows(prompt_rejected.rejected, seed, 1)[0]
+                gen.seed = seed  # its own request's seed, not the first one's
+                return gen
             raise RunError("the endpoint's answers about seed support kept changing")
 
         rest = await asyncio.gather(*(single(k) for k in range(len(have), req.n)))
@@ -537,13 +626,14 @@ class _Run:
 
     async def _call(self, prompt: Prompt, n: int, seed: int | None) -> list[Generation]:
         """Up to n generations (fewer only while n support is unknown); error
-        generations after the last retry; RunError for a request the endpoint refuses."""
+        generations after the last retry; RunError for a request the endpoint refuses,
+        _PromptRejected when that may concern this request alone."""
         sent_seed = seed if self.b.seed_supported is not False else None
         try:
             return await self._attempts(prompt, n, sent_seed)
         except Rejected as rejected:
             if rejected.status not in _CAPABILITY_STATUSES:
-                raise self._fatal(rejected) from None
+                raise self._refusal(rejected) from None
             if (
                 self.mode == "chat"
                 and not self.b.max_completion_tokens
@@ -558,7 +648,7 @@ class _Run:
         self, prompt: Prompt, n: int, seed: int | None, rejected: Rejected
     ) -> list[Generation]:
         """A 400 for a request with n > 1 or a seed: find out whether the endpoint refuses
-        one of those (then remember it) or the request itself (then stop the run)."""
+        one of those (then remember it) or the request itself (see `_refusal`)."""
         variants: list[tuple[int, int | None]] = []
         if seed is not None and self.b.seed_supported is None:
             variants.append((n, None))
@@ -567,7 +657,7 @@ class _Run:
             if seed is not None and self.b.seed_supported is None:
                 variants.append((1, None))
         if not variants:
-            raise self._fatal(rejected)
+            raise self._refusal(rejected)
         async with self.probe_lock:
             # Another request may have found out while this one waited.
             if (n > 1 and self.b.n_supported is False) or (
@@ -580,7 +670,7 @@ class _Run:
                     gens = await self._attempts(prompt, n2, seed2)
                 except Rejected as again:
                     if again.status not in _CAPABILITY_STATUSES:
-                        raise self._fatal(again) from None
+                        raise self._refusal(again) from None
                     continue
                 if any(g.error is not None for g in gens):
                     return gens  # transient faults to the end: nothing learned
@@ -591,7 +681,14 @@ class _Run:
                     self.b.n_supported = False
                     log.warning("the endpoint rejects n > 1: sending one request per rollout")
                 return gens
-        raise self._fatal(rejected)
+        raise self._refusal(rejected)
+
+    def _refusal(self, rejected: Rejected) -> Exception:
+        """What a refusal that no capability explains means: perhaps this prompt's
+        alone (to be decided by the caller), or the run's end."""
+        if rejected.status in _PER_REQUEST_STATUSES:
+            return _PromptRejected(rejected)
+        return self._fatal(rejected)
 
     def _fatal(self, rejected: Rejected) -> RunError:
         url = redact_url(self.cfg.base_url)
@@ -627,6 +724,17 @@ class _Run:
 
         try:
             return await self.caller.call(send, handle, cost=estimate)
+        except Unreachable as unreachable:
+            raise self._unreachable(f"{CONNECTION}: {unreachable.last.message}") from None
+        except EndpointDown as down:
+            if not self._heard_from():
+                raise self._unreachable(f"{CONNECTION}: {down.last.message}") from None
+            url = redact_url(self.cfg.base_url)
+            raise RunError(
+                f"lost {url}: {down.failures} attempts in a row failed to connect over "
+                f"{down.seconds:.0f} s ({self.b.scrub(down.last.message)}); the finished "
+                "rollouts are stored, run the same command again to resume"
+            ) from None
         except GaveUp as gave_up:
             self.stats.failed_rollouts += n
             fault, attempts = gave_up.fault, gave_up.attempts
@@ -653,6 +761,9 @@ class _Run:
                 self.b.n_supported = True
         if seed is not None and self.b.seed_supported is None:
             self.b.seed_supported = True
+        self.b.accepted = True
+        self.rejections.succeed()
+        self.stats.content_filtered += sum(c.finish_reason == CONTENT_FILTER for c in choices)
         return self._generations(
             choices, prompt_tokens, completion_tokens, attempt.latency_s, attempt.number
         )
