@@ -501,6 +501,7 @@ class _Run:
             timeout=cfg.timeout,
             pacer=Pacer(cfg.requests_per_minute, cfg.tokens_per_minute),
             stats=self.stats,
+            answered=backend.reached,  # an earlier `stream` call heard from the endpoint
         )
         self.probe_lock = asyncio.Lock()
         self.rejections = FailureStreak(REJECTION_STREAK)
@@ -521,7 +522,7 @@ class _Run:
             # and the others keep the endpoint busy meanwhile.
             await run_pool(pending, 2 * self.cfg.concurrency, self._work)
         finally:
-            self.b.reached = self.b.reached or self.caller.answered
+            self.b.reached = self.caller.answered
             self.caller.finish()
 
     async def _first(self, pending: list[tuple[int, GenerationRequest]]) -> None:
@@ -541,7 +542,7 @@ class _Run:
                 refusal = prompt_rejected.rejected
                 continue
             refused = all((g.error or "").startswith("connection") for g in gens)
-            if refused and not self._heard_from():
+            if refused and not self.caller.answered:
                 # Nothing ever answered: a wrong URL or a server that is down. Stop,
                 # rather than turn the whole data set into error rows.
                 raise self._unreachable(gens[0].error or "")
@@ -550,9 +551,6 @@ class _Run:
         for index, req in held:
             assert refusal is not None
             self.emit((index, self._rejected_rows(refusal, req.seed, req.n)))
-
-    def _heard_from(self) -> bool:
-        return self.b.reached or self.caller.answered
 
     def _unreachable(self, detail: str) -> RunError:
         url = redact_url(self.cfg.base_url)
@@ -727,7 +725,7 @@ class _Run:
         except Unreachable as unreachable:
             raise self._unreachable(f"{CONNECTION}: {unreachable.last.message}") from None
         except EndpointDown as down:
-            if not self._heard_from():
+            if not self.caller.answered:
                 raise self._unreachable(f"{CONNECTION}: {down.last.message}") from None
             url = redact_url(self.cfg.base_url)
             raise RunError(

@@ -94,6 +94,7 @@ class RemoteCaller:
         stats: RemoteStats | None = None,
         outage: FailureStreak | None = None,
         rng: random.Random | None = None,
+        answered: bool = False,
         sleep: Sleep = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -105,7 +106,9 @@ class RemoteCaller:
         self.stats = stats if stats is not None else RemoteStats()
         self.outage = outage or FailureStreak(OUTAGE_FAILURES, OUTAGE_SECONDS, clock=clock)
         self.rng = rng or random.Random()
-        self.answered = False  # some attempt got an answer (any status) from the endpoint
+        # Some attempt got an answer (any status): from this caller, or, as the owner
+        # says, before it (a later round against the same endpoint).
+        self.answered = answered
         self._sleep = sleep
         self._clock = clock
 

@@ -183,6 +183,9 @@ def test_dns_failure_before_any_answer_stops_at_once(clock: FakeClock) -> None:
     # Once the endpoint has answered, a DNS failure is a blip: retried.
     assert asyncio.run(caller.call(failing([]), keep)) == ("ok", 1)
     assert asyncio.run(caller.call(failing(["dns", "dns"]), keep)) == ("ok", 3)
+    # Also when it answered an earlier caller (the owner says so).
+    later = make(clock, answered=True)
+    assert asyncio.run(later.call(failing(["dns"]), keep)) == ("ok", 2)
 
 
 def test_concurrency_is_bounded_by_the_limiter() -> None:
