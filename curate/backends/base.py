@@ -46,6 +46,9 @@ class Generation:
     latency_s: float | None = None
     attempts: int = 1
     error: str | None = None
+    # The seed of the request that produced it, when it differs by rollout (one request
+    # per rollout); None: the GenerationRequest's seed.
+    seed: int | None = None
 
 
 @dataclass(slots=True)

@@ -1,36 +1,31 @@
 """Any OpenAI-compatible endpoint (a hosted API, `vllm serve`, ...) through the `openai` SDK.
 
-Requests run concurrently on an asyncio loop in a background thread; each finished
-request is handed to the synchronous engine through a queue, so its rollouts reach
-disk while the others are still in flight. The SDK's own retries are off: this module
-retries 429s, 5xx, timeouts, dropped connections and malformed bodies itself (jittered
-exponential backoff, `Retry-After` honoured), counts every retry by cause in
-`backend.stats`, and halves its concurrency on repeated 429s (then grows it back).
+This module holds the wire format only: request bodies, response parsing, what the
+endpoint accepts (n > 1, `seed`, `max_tokens`; learned once, then worked around) and
+what an SDK error means. Retries (jittered backoff, `Retry-After` honoured), pacing,
+adaptive concurrency, the background loop that streams finished requests to the
+synchronous engine, and key scrubbing are the remote-call core's (`curate.remote`).
+
 A 4xx other than 429 stops the run with one line, once it is clear that the endpoint
-does not merely refuse n > 1, `seed` or `max_tokens` (learned once, then worked around).
-The API key is read from the environment and scrubbed from every message this module
-produces.
+does not merely refuse n > 1, `seed` or `max_tokens`, except a 400/413/422 for one
+prompt (say, too long for the model's context) once the endpoint has accepted other
+requests: that prompt's rollouts become error rows with the reason, and the run goes
+on. An endpoint that stops answering for a while stops the run. The API key is read
+from the environment and scrubbed from every message this module produces.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import json
 import logging
 import math
 import os
-import queue
-import random
-import re
-import threading
-import time
-from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import openai  # a missing extra fails here, at backend selection
 
@@ -44,7 +39,55 @@ from curate.backends.base import (
 )
 from curate.backends.openai_options import DEFAULT_KEY_ENV, OpenAIOptions
 from curate.core.seeds import derive_seed
-from curate.errors import CurateError, RunError, UsageError
+from curate.errors import RunError, UsageError
+from curate.remote import (
+    CAUSES,
+    CONNECTION,
+    MALFORMED,
+    RATE_LIMIT,
+    SERVER_ERROR,
+    TIMEOUT,
+    AdaptiveConcurrency,
+    Attempt,
+    EndpointDown,
+    FailureStreak,
+    GaveUp,
+    Pacer,
+    Rejected,
+    RemoteCaller,
+    RemoteStats,
+    Retryable,
+    RetryPolicy,
+    Secret,
+    TokenBucket,
+    Unreachable,
+    exception_chain,
+    is_name_resolution_failure,
+    parse_retry_after,
+    redact_url,
+    run_pool,
+    scrub,
+    stream_from_loop,
+)
+from curate.remote.bridge import Emit
+
+# The core's pieces that callers of this module have always imported from here.
+__all__ = [
+    "CAUSES",
+    "AdaptiveConcurrency",
+    "BackendStats",
+    "ClientConfig",
+    "OpenAIBackend",
+    "TokenBucket",
+    "classify",
+    "completion_token_split",
+    "open_openai",
+    "parse_body",
+    "parse_retry_after",
+    "redact_url",
+    "scrub",
+    "split_total",
+]
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +96,20 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 PLACEHOLDER_KEY = "EMPTY"
 # Rejections that may only mean "this endpoint does not take n > 1 or seed".
 _CAPABILITY_STATUSES = (400, 422)
-# Fault causes, as counted in `BackendStats.retries`.
-CAUSES = ("rate_limit", "server_error", "timeout", "connection", "malformed")
+# Rejections that may be about one request alone (too long a prompt, say): once the
+# endpoint has accepted others, they become that request's error rows.
+_PER_REQUEST_STATUSES = (400, 413, 422)
+# So many requests rejected in a row, with no success between, means the endpoint now
+# refuses everything (a model swapped mid-run, say): stop rather than fill the store
+# with error rows. Large, so that a run of long prompts in a sorted data set passes.
+REJECTION_STREAK = 64
+# How to point the backend at a server when the endpoint cannot be reached.
+_URL_HINT = (
+    "to use a local server, point --base-url (or OPENAI_BASE_URL) at it, "
+    "e.g. http://127.0.0.1:8000/v1 for `vllm serve`"
+)
+# The finish reason of a completion stopped by the provider's content filter.
+CONTENT_FILTER = "content_filter"
 
 
 # --------------------------------------------------------------------------- settings
@@ -91,213 +146,57 @@ class ClientConfig:
 
 
 @dataclass
-class BackendStats:
-    """Run-level counters (all requests of every `stream` call of one backend)."""
+class BackendStats(RemoteStats):
+    """Run-level counters (all requests of every `stream` call of one backend); the
+    core counts requests, retries by cause, concurrency cuts and pacing waits."""
 
-    requests: int = 0  # HTTP attempts sent, retries and capability probes included
-    retries: Counter[str] = field(default_factory=Counter)  # cause -> retries
     failed_rollouts: int = 0  # rollouts stored as errors after their last retry
     capability_probes: int = 0  # extra requests made to learn about n / seed support
-    concurrency_cuts: int = 0
-    lowest_concurrency: int | None = None
-    rate_limit_wait_s: float = 0.0
-
-    @property
-    def total_retries(self) -> int:
-        return sum(self.retries.values())
+    rejected_rollouts: int = 0  # rollouts stored as errors: the endpoint refused the prompt
+    content_filtered: int = 0  # completions the provider's content filter stopped
 
     def summary(self) -> str:
-        causes = ", ".join(f"{c} {self.retries[c]}" for c in CAUSES if self.retries[c])
-        line = f"{self.requests} requests, {self.total_retries} retries"
-        if causes:
-            line += f" ({causes})"
+        line = self.retry_line()
         if self.failed_rollouts:
             line += f", {self.failed_rollouts} rollouts failed after retries"
-        if self.concurrency_cuts:
-            line += (
-                f", concurrency cut {self.concurrency_cuts}x on 429s "
-                f"(lowest {self.lowest_concurrency})"
-            )
-        return line
-
-
-# --------------------------------------------------------------------------- secrets
-
-
-class _Secret:
-    """Wraps the key so that no repr, traceback local or f-string shows it."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "<secret>"
-
-    __str__ = __repr__
-
-
-# Bearer tokens and OpenAI-style keys (servers sometimes echo part of a bad key).
-_KEYLIKE = re.compile(r"(?i)(bearer\s+)\S+|\bsk-[A-Za-z0-9_*\-.]{4,}")
-
-
-def scrub(text: str, secret: _Secret | str | None = None) -> str:
-    """`text` on one line, at most 300 characters, without the key or anything key-like."""
-    value = secret.reveal() if isinstance(secret, _Secret) else secret
-    if value and value != PLACEHOLDER_KEY and len(value) >= 4:
-        text = text.replace(value, "***")
-    text = _KEYLIKE.sub(lambda m: (m.group(1) or "") + "***", text)
-    first = " ".join(text.split())
-    return first[:300]
-
-
-def redact_url(url: str) -> str:
-    """The URL without user info or query (either could carry a credential)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
-
-
-# --------------------------------------------------------------------------- pacing
-
-
-class TokenBucket:
-    """Refills `per_minute / 60` units a second up to one second's worth; may go into
-    debt so that a request costing more than the capacity still passes (then waits)."""
-
-    def __init__(self, per_minute: float) -> None:
-        self.rate = per_minute / 60.0
-        self.capacity = max(1.0, self.rate)
-        self.level = self.capacity
-        self._updated = time.monotonic()
-        self._lock = asyncio.Lock()  # FIFO: waiters are served in arrival order
-
-    def _refill(self) -> None:
-        now = time.monotonic()
-        self.level = min(self.capacity, self.level + (now - self._updated) * self.rate)
-        self._updated = now
-
-    async def take(self, amount: float) -> float:
-        """Spend `amount`, waiting until the bucket holds min(amount, capacity); returns
-        the seconds waited."""
-        async with self._lock:
-            self._refill()
-            need = min(amount, self.capacity)
-            waited = 0.0
-            if self.level < need:
-                waited = (need - self.level) / self.rate
-                await asyncio.sleep(waited)
-                self._refill()
-            self.level -= amount
-            return waited
-
-    def refund(self, amount: float) -> None:
-        """Give back what a request did not use (its estimate was an upper bound)."""
-        if amount > 0:
-            self._refill()
-            self.level = min(self.capacity, self.level + amount)
-
-
-class AdaptiveConcurrency:
-    """A concurrency limit that halves on a 429 and grows back by one per window.
-
-    Only a 429 for a request sent after the last cut cuts again: a burst of 429s from
-    requests that were already in flight is one congestion signal, not many.
-    """
-
-    def __init__(self, maximum: int) -> None:
-        self.maximum = maximum
-        self.limit = float(maximum)
-        self.active = 0
-        self.cuts = 0
-        self.lowest = maximum
-        self._last_cut = -math.inf
-        self._cond = asyncio.Condition()
-
-    @property
-    def current(self) -> int:
-        return max(1, int(self.limit))
-
-    async def acquire(self) -> float:
-        """Take a slot; returns the monotonic send time (for `on_rate_limited`)."""
-        async with self._cond:
-            await self._cond.wait_for(lambda: self.active < self.current)
-            self.active += 1
-        return time.monotonic()
-
-    async def release(self) -> None:
-        async with self._cond:
-            self.active -= 1
-            self._cond.notify(max(1, self.current - self.active))
-
-    def on_success(self) -> None:
-        # Additive increase: about +1 per `limit / 2` successes (TCP-like, a bit quicker).
-        if self.limit < self.maximum:
-            self.limit = min(float(self.maximum), self.limit + 2.0 / self.limit)
-
-    def on_rate_limited(self, sent_at: float) -> bool:
-        """Halve the limit unless this request predates the last cut; True if cut."""
-        if sent_at < self._last_cut:
-            return False
-        self.limit = max(1.0, self.limit / 2)
-        self._last_cut = time.monotonic()
-        self.cuts += 1
-        self.lowest = min(self.lowest, self.current)
-        return True
+        if self.rejected_rollouts:
+            line += f", {self.rejected_rollouts} rollouts rejected by the endpoint"
+        if self.content_filtered:
+            line += f", {self.content_filtered} completions stopped by the content filter"
+        return line + self.concurrency_line()
 
 
 # --------------------------------------------------------------------------- faults
 
 
-class _Retryable(Exception):
-    """A transient fault: try again after a pause."""
-
-    def __init__(self, cause: str, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.cause = cause
-        self.message = message
-        self.retry_after = retry_after
-
-
-class _Rejected(Exception):
-    """A 4xx that retrying cannot fix."""
-
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
-
-
-class _Redo(Exception):
-    """The endpoint's capabilities were learned meanwhile: plan the request again."""
-
-
-def parse_retry_after(headers: Any) -> float | None:
-    """Seconds from `retry-after-ms` or `Retry-After` (seconds or an HTTP date)."""
-    if headers is None:
-        return None
-    with contextlib.suppress(TypeError, ValueError):
-        ms = headers.get("retry-after-ms")
-        if ms is not None:
-            return max(0.0, float(ms) / 1000.0)
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
+def classify(exc: BaseException) -> Exception | None:
+    """What an SDK exception means: Retryable, Rejected, or None (not the SDK's)."""
+    if isinstance(exc, openai.APIStatusError):
+        status, detail = exc.status_code, _error_detail(exc)
+        if status == 429:
+            if _error_code(exc) == "insufficient_quota":  # waiting will not add credit
+                return Rejected(status, detail)
+            return Retryable(RATE_LIMIT, f"429 {detail}", parse_retry_after(exc.response.headers))
+        if status >= 500 or status in (408, 409):
+            return Retryable(SERVER_ERROR, f"{status} {detail}")
+        return Rejected(status, detail)
+    if isinstance(exc, openai.APIConnectionError | TimeoutError):
+        chain = exception_chain(exc)
+        # The SDK's aiohttp transport reports a dropped or refused connection as a
+        # connect *timeout*: look at what aiohttp itself raised.
+        dropped = any(
+            type(e).__module__.startswith("aiohttp") and not isinstance(e, TimeoutError)
+            for e in chain
+        )
+        if dropped or not isinstance(exc, openai.APITimeoutError | TimeoutError):
+            root = chain[-1]
+            detail = f"{type(root).__name__}: {root}" if root is not exc else str(exc)
+            unresolved = is_name_resolution_failure(exc)
+            return Retryable(CONNECTION, f"connection error ({detail})", unresolved=unresolved)
+        return Retryable(TIMEOUT, "request timed out")
+    if isinstance(exc, openai.APIResponseValidationError):
+        return Retryable(MALFORMED, "malformed response")
+    return None
 
 
 def _error_detail(exc: openai.APIStatusError) -> str:
@@ -316,17 +215,6 @@ def _error_detail(exc: openai.APIStatusError) -> str:
     return exc.response.reason_phrase or ""
 
 
-def _causes(exc: BaseException) -> list[BaseException]:
-    """`exc` and what caused it, outermost first (a few levels at most)."""
-    chain = [exc]
-    while len(chain) < 8:
-        nxt = chain[-1].__cause__ or chain[-1].__context__
-        if nxt is None or nxt in chain:
-            break
-        chain.append(nxt)
-    return chain
-
-
 def _error_code(exc: openai.APIStatusError) -> str | None:
     body = exc.body
     if isinstance(body, dict):
@@ -336,35 +224,16 @@ def _error_code(exc: openai.APIStatusError) -> str | None:
     return None
 
 
-def _fault(exc: BaseException) -> Exception:
-    """Map an SDK exception to _Retryable or _Rejected (or return it as it is)."""
-    if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        detail = _error_detail(exc)
-        if status == 429:
-            if _error_code(exc) == "insufficient_quota":  # waiting will not add credit
-                return _Rejected(status, detail)
-            wait = parse_retry_after(exc.response.headers)
-            return _Retryable("rate_limit", f"429 {detail}", wait)
-        if status >= 500 or status in (408, 409):
-            return _Retryable("server_error", f"{status} {detail}")
-        return _Rejected(status, detail)
-    if isinstance(exc, openai.APIConnectionError | TimeoutError):
-        chain = _causes(exc)
-        # The SDK's aiohttp transport reports a dropped or refused connection as a
-        # connect *timeout*: look at what aiohttp itself raised.
-        dropped = any(
-            type(e).__module__.startswith("aiohttp") and not isinstance(e, TimeoutError)
-            for e in chain
-        )
-        if dropped or not isinstance(exc, openai.APITimeoutError | TimeoutError):
-            root = chain[-1]
-            detail = f"{type(root).__name__}: {root}" if root is not exc else str(exc)
-            return _Retryable("connection", f"connection error ({detail})")
-        return _Retryable("timeout", "request timed out")
-    if isinstance(exc, openai.APIResponseValidationError):
-        return _Retryable("malformed", "malformed response")
-    return exc if isinstance(exc, Exception) else RuntimeError(str(exc))
+class _Redo(Exception):
+    """The endpoint's capabilities were learned meanwhile: plan the request again."""
+
+
+class _PromptRejected(Exception):
+    """A rejection that may concern this request alone (see _PER_REQUEST_STATUSES)."""
+
+    def __init__(self, rejected: Rejected) -> None:
+        super().__init__(rejected.detail)
+        self.rejected = rejected
 
 
 # --------------------------------------------------------------------------- helpers
@@ -432,26 +301,26 @@ def parse_body(content: bytes, mode: Mode) -> tuple[list[_Choice], int | None, i
     try:
         data = json.loads(content)
     except (ValueError, UnicodeDecodeError):
-        raise _Retryable("malformed", "response body is not valid JSON") from None
+        raise Retryable(MALFORMED, "response body is not valid JSON") from None
     if not isinstance(data, dict):
-        raise _Retryable("malformed", "response body is not a JSON object")
+        raise Retryable(MALFORMED, "response body is not a JSON object")
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices:
-        raise _Retryable("malformed", "response has no choices")
+        raise Retryable(MALFORMED, "response has no choices")
     out: list[_Choice] = []
     for pos, c in enumerate(choices):
         if not isinstance(c, dict):
-            raise _Retryable("malformed", "response choice is not an object")
+            raise Retryable(MALFORMED, "response choice is not an object")
         if mode == "chat":
             message = c.get("message")
             if not isinstance(message, dict):
-                raise _Retryable("malformed", "response choice has no message")
+                raise Retryable(MALFORMED, "response choice has no message")
             text = message.get("content")
             text = "" if text is None else text  # e.g. a refusal: an (empty) answer
         else:
             text = c.get("text")
         if not isinstance(text, str):
-            raise _Retryable("malformed", "response choice has no text")
+            raise Retryable(MALFORMED, "response choice has no text")
         usage = c.get("usage")
         tokens = _int_or_none(usage.get("completion_tokens")) if isinstance(usage, dict) else None
         index = c.get("index")
@@ -476,19 +345,7 @@ def parse_body(content: bytes, mode: Mode) -> tuple[list[_Choice], int | None, i
 
 # --------------------------------------------------------------------------- backend
 
-
-@dataclass
-class _Call:
-    """One `stream` call: what it asks for, the queue its results go to, and how the
-    consumer reaches its loop (to cancel it)."""
-
-    requests: list[GenerationRequest]
-    sampling: SamplingConfig
-    mode: Mode
-    results: queue.Queue[tuple[str, Any]] = field(default_factory=queue.Queue)
-    started: threading.Event = field(default_factory=threading.Event)
-    loop: asyncio.AbstractEventLoop | None = None
-    task: asyncio.Task[Any] | None = None
+_Result = tuple[int, list[Generation]]  # (index into the requests, its generations)
 
 
 class OpenAIBackend:
@@ -498,7 +355,7 @@ class OpenAIBackend:
         self,
         model: str,
         config: ClientConfig,
-        api_key: _Secret,
+        api_key: Secret,
         *,
         key_env: str = DEFAULT_KEY_ENV,
         base_seed: int = 0,
@@ -514,6 +371,7 @@ class OpenAIBackend:
         self.n_supported: bool | None = None
         self.seed_supported: bool | None = None
         self.reached = False  # some request got an HTTP answer (any status)
+        self.accepted = False  # some request got a usable answer
         # Newer chat models refuse `max_tokens` and want `max_completion_tokens`.
         self.max_completion_tokens = False
 
@@ -527,7 +385,9 @@ class OpenAIBackend:
         )
 
     def scrub(self, text: str) -> str:
-        return scrub(text, self._key)
+        # The placeholder is no secret, and blanking it would garble messages.
+        key = None if self._key.reveal() == PLACEHOLDER_KEY else self._key
+        return scrub(text, key)
 
     def generate(
         self, requests: Sequence[GenerationRequest], sampling: SamplingConfig, mode: Mode
@@ -542,74 +402,44 @@ class OpenAIBackend:
 
     def stream(
         self, requests: Sequence[GenerationRequest], sampling: SamplingConfig, mode: Mode
-    ) -> Iterator[tuple[int, list[Generation]] | None]:
+    ) -> Iterator[_Result | None]:
         """Yield (index, generations) as requests finish, None while waiting; stops the
         loop if abandoned."""
         if not requests:
             return
-        call = _Call(list(requests), sampling, mode)
-        thread = threading.Thread(
-            target=self._thread_main, args=(call,), name="curate-openai", daemon=True
+        todo = list(requests)
+
+        async def main(emit: Emit[_Result]) -> None:
+            await self._main(todo, sampling, mode, emit)
+
+        yield from stream_from_loop(
+            main, thread_name="curate-openai", on_crash=self._crash, label="openai backend"
         )
-        thread.start()
-        try:
-            while True:
-                try:
-                    # A timeout keeps Ctrl-C responsive in the consuming thread.
-                    kind, payload = call.results.get(timeout=0.5)
-                except queue.Empty:
-                    if not thread.is_alive() and call.results.empty():
-                        raise RunError("the openai backend's worker thread stopped") from None
-                    yield None  # a heartbeat: lets the engine flush what it holds
-                    continue
-                if kind == "result":
-                    yield payload
-                elif kind == "error":
-                    raise payload
-                else:
-                    return
-        finally:
-            self._stop(call, thread)
 
-    @staticmethod
-    def _stop(call: _Call, thread: threading.Thread) -> None:
-        if thread.is_alive() and call.started.wait(timeout=5):
-            loop, task = call.loop, call.task
-            if loop is not None and task is not None:
-                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-                    loop.call_soon_threadsafe(task.cancel)
-        thread.join(timeout=30)
+    def _crash(self, exc: BaseException) -> RunError:
+        if isinstance(exc, asyncio.CancelledError):
+            return RunError("generation was cancelled")
+        # Anything else: one scrubbed line, never the key.
+        first = self.scrub(str(exc) or type(exc).__name__)
+        return RunError(f"openai backend failed: {type(exc).__name__}: {first}")
 
-    def _thread_main(self, call: _Call) -> None:
-        try:
-            asyncio.run(self._main(call))
-            call.results.put(("done", None))
-        except CurateError as exc:
-            call.results.put(("error", exc))
-        except asyncio.CancelledError:
-            call.results.put(("error", RunError("generation was cancelled")))
-        except BaseException as exc:  # anything else: one scrubbed line, never the key
-            first = self.scrub(str(exc) or type(exc).__name__)
-            error = RunError(f"openai backend failed: {type(exc).__name__}: {first}")
-            call.results.put(("error", error))
-        finally:
-            call.started.set()
-
-    async def _main(self, call: _Call) -> None:
-        call.loop = asyncio.get_running_loop()
-        call.task = asyncio.current_task()
-        call.started.set()
+    async def _main(
+        self,
+        requests: list[GenerationRequest],
+        sampling: SamplingConfig,
+        mode: Mode,
+        emit: Emit[_Result],
+    ) -> None:
         cfg = self.config
-        pool = _http_client(cfg)
         client = openai.AsyncOpenAI(
             api_key=self._key.reveal(),
             base_url=cfg.base_url,
-            max_retries=0,  # ours, below: counted, jittered, and aware of 429 storms
+            max_retries=0,  # the core's, instead: counted, jittered, aware of 429 storms
             timeout=cfg.timeout,
-            http_client=pool,
+            http_client=_http_client(cfg),
         )
         try:
-            await _Run(self, client, call).execute(call.requests)
+            await _Run(self, client, sampling, mode, emit).execute(requests)
         finally:
             with contextlib.suppress(Exception):
                 await client.close()
@@ -642,66 +472,99 @@ def _http_client(cfg: ClientConfig) -> Any:
 
 
 class _Run:
-    """One `stream` call on the background loop: workers, pacing, retries."""
+    """One `stream` call on the background loop: requests planned for what the
+    endpoint accepts, sent through the core's attempt loop, answers parsed."""
 
-    def __init__(self, backend: OpenAIBackend, client: openai.AsyncOpenAI, call: _Call) -> None:
+    def __init__(
+        self,
+        backend: OpenAIBackend,
+        client: openai.AsyncOpenAI,
+        sampling: SamplingConfig,
+        mode: Mode,
+        emit: Emit[_Result],
+    ) -> None:
         self.b = backend
-        self.cfg = backend.config
+        self.cfg = cfg = backend.config
         self.stats = backend.stats
-        self.sampling = call.sampling
-        self.mode = call.mode
-        self.results = call.results
-        self.limiter = AdaptiveConcurrency(self.cfg.concurrency)
-        rpm, tpm = self.cfg.requests_per_minute, self.cfg.tokens_per_minute
-        self.rpm = TokenBucket(rpm) if rpm else None
-        self.tpm = TokenBucket(tpm) if tpm else None
+        self.sampling = sampling
+        self.mode = mode
+        self.emit = emit
+        self.caller = RemoteCaller(
+            classify,
+            policy=RetryPolicy(
+                max_retries=cfg.max_retries,
+                backoff_base=cfg.backoff_base,
+                backoff_max=cfg.backoff_max,
+                retry_after_max=cfg.retry_after_max,
+            ),
+            concurrency=cfg.concurrency,
+            timeout=cfg.timeout,
+            pacer=Pacer(cfg.requests_per_minute, cfg.tokens_per_minute),
+            stats=self.stats,
+            answered=backend.reached,  # an earlier `stream` call heard from the endpoint
+        )
         self.probe_lock = asyncio.Lock()
-        self.rng = random.Random()
+        self.rejections = FailureStreak(REJECTION_STREAK)
         self.endpoint = (
             client.chat.completions.with_raw_response
-            if self.mode == "chat"
+            if mode == "chat"
             else client.completions.with_raw_response
         )
 
     async def execute(self, requests: list[GenerationRequest]) -> None:
         pending = list(enumerate(requests))
-        pending.reverse()  # pop() from the end keeps request order
-        unknown = self.b.n_supported is None or self.b.seed_supported is None
-        if unknown:
-            # The first request goes alone, so that an endpoint rejecting n > 1 or seed
-            # is detected once, not by a burst of rejected requests.
-            index, req = pending.pop()
-            gens = await self._request(req)
+        try:
+            if self.b.n_supported is None or self.b.seed_supported is None:
+                # The first request goes alone, so that an endpoint rejecting n > 1 or
+                # seed is detected once, not by a burst of rejected requests.
+                await self._first(pending)
+            # More workers than slots: a worker sleeping before a retry holds no slot,
+            # and the others keep the endpoint busy meanwhile.
+            await run_pool(pending, 2 * self.cfg.concurrency, self._work)
+        finally:
+            self.b.reached = self.caller.answered
+            self.caller.finish()
+
+    async def _first(self, pending: list[tuple[int, GenerationRequest]]) -> None:
+        """Send requests alone until one is not refused. A refusal of the first that
+        the second shares (or with no second to try) is the endpoint refusing every
+        request: stop. Otherwise it was that prompt's: its rows say why."""
+        held: list[tuple[int, GenerationRequest]] = []
+        refusal: Rejected | None = None
+        while pending:
+            index, req = pending.pop(0)
+            try:
+                gens = await self._request(req)
+            except _PromptRejected as prompt_rejected:
+                if refusal is not None or not pending:
+                    raise self._fatal(refusal or prompt_rejected.rejected) from None
+                held.append((index, req))
+                refusal = prompt_rejected.rejected
+                continue
             refused = all((g.error or "").startswith("connection") for g in gens)
-            if refused and not self.b.reached:
+            if refused and not self.caller.answered:
                 # Nothing ever answered: a wrong URL or a server that is down. Stop,
                 # rather than turn the whole data set into error rows.
-                url = redact_url(self.cfg.base_url)
-                raise RunError(self.b.scrub(f"cannot reach {url}: {gens[0].error}"))
-            self._emit(index, gens)
+                raise self._unreachable(gens[0].error or "")
+            self.emit((index, gens))
+            break
+        for index, req in held:
+            assert refusal is not None
+            self.emit((index, self._rejected_rows(refusal, req.seed, req.n)))
 
-        async def worker() -> None:
-            while pending:
-                index, req = pending.pop()
-                self._emit(index, await self._request(req))
+    def _unreachable(self, detail: str) -> RunError:
+        url = redact_url(self.cfg.base_url)
+        return RunError(self.b.scrub(f"cannot reach {url}: {detail}") + f" ({_URL_HINT})")
 
-        # More workers than slots: a worker sleeping before a retry holds no slot, and
-        # the others keep the endpoint busy meanwhile.
-        workers = min(len(pending), 2 * self.cfg.concurrency)
+    async def _work(self, item: tuple[int, GenerationRequest]) -> None:
+        index, req = item
         try:
-            async with asyncio.TaskGroup() as group:
-                for _ in range(workers):
-                    group.create_task(worker())
-        except BaseExceptionGroup as group_error:
-            raise _first_leaf(group_error) from None
-        if self.limiter.cuts:
-            self.stats.concurrency_cuts += self.limiter.cuts
-            low = self.limiter.lowest
-            prev = self.stats.lowest_concurrency
-            self.stats.lowest_concurrency = low if prev is None else min(prev, low)
-
-    def _emit(self, index: int, gens: list[Generation]) -> None:
-        self.results.put(("result", (index, gens)))
+            gens = await self._request(req)
+        except _PromptRejected as prompt_rejected:
+            # Refused while the endpoint has accepted nothing at all: no way to tell a
+            # bad prompt from a request it refuses whatever the prompt.
+            raise self._fatal(prompt_rejected.rejected) from None
+        self.emit((index, gens))
 
     # -- one request (n rollouts) ------------------------------------------
 
@@ -712,12 +575,27 @@ class _Run:
                 if req.n > 1 and self.b.n_supported is False:
                     return await self._one_by_one(req, [])
                 gens = await self._call(req.prompt, req.n, req.seed)
+                for gen in gens:
+                    gen.seed = req.seed
                 if len(gens) < req.n:  # n was ignored: fetch the rest one by one
                     return await self._one_by_one(req, gens)
                 return gens
             except _Redo:
                 continue
+            except _PromptRejected as prompt_rejected:
+                if not self.b.accepted:
+                    raise  # nothing accepted yet: the first request decides (_first)
+                return self._rejected_rows(prompt_rejected.rejected, req.seed, req.n)
         raise RunError("the endpoint's answers about n and seed support kept changing")
+
+    def _rejected_rows(self, rejected: Rejected, seed: int | None, n: int) -> list[Generation]:
+        """Error rows for a prompt the endpoint refused (the run goes on), unless the
+        endpoint has refused so many requests in a row that it refuses everything."""
+        if self.rejections.fail():
+            raise self._fatal(rejected)
+        self.stats.rejected_rollouts += n
+        error = self.b.scrub(f"rejected: {rejected.status} {rejected.detail}")
+        return [Generation(text=None, error=error, seed=seed) for _ in range(n)]
 
     async def _one_by_one(self, req: GenerationRequest, have: list[Generation]) -> list[Generation]:
         """The rest of `req`'s rollouts as n=1 requests, each with its own seed."""
@@ -730,9 +608,15 @@ class _Run:
             )
             for _ in range(4):
                 try:
-                    return (await self._call(req.prompt, 1, seed))[0]
+                    gen = (await self._call(req.prompt, 1, seed))[0]
                 except _Redo:
                     continue
+                except _PromptRejected as prompt_rejected:
+                    if not self.b.accepted:
+                        raise
+                    gen = self._rejected_rows(prompt_rejected.rejected, seed, 1)[0]
+                gen.seed = seed  # its own request's seed, not the first one's
+                return gen
             raise RunError("the endpoint's answers about seed support kept changing")
 
         rest = await asyncio.gather(*(single(k) for k in range(len(have), req.n)))
@@ -740,13 +624,14 @@ class _Run:
 
     async def _call(self, prompt: Prompt, n: int, seed: int | None) -> list[Generation]:
         """Up to n generations (fewer only while n support is unknown); error
-        generations after the last retry; RunError for a request the endpoint refuses."""
+        generations after the last retry; RunError for a request the endpoint refuses,
+        _PromptRejected when that may concern this request alone."""
         sent_seed = seed if self.b.seed_supported is not False else None
         try:
             return await self._attempts(prompt, n, sent_seed)
-        except _Rejected as rejected:
+        except Rejected as rejected:
             if rejected.status not in _CAPABILITY_STATUSES:
-                raise self._fatal(rejected) from None
+                raise self._refusal(rejected) from None
             if (
                 self.mode == "chat"
                 and not self.b.max_completion_tokens
@@ -758,10 +643,10 @@ class _Run:
             return await self._probe(prompt, n, sent_seed, rejected)
 
     async def _probe(
-        self, prompt: Prompt, n: int, seed: int | None, rejected: _Rejected
+        self, prompt: Prompt, n: int, seed: int | None, rejected: Rejected
     ) -> list[Generation]:
         """A 400 for a request with n > 1 or a seed: find out whether the endpoint refuses
-        one of those (then remember it) or the request itself (then stop the run)."""
+        one of those (then remember it) or the request itself (see `_refusal`)."""
         variants: list[tuple[int, int | None]] = []
         if seed is not None and self.b.seed_supported is None:
             variants.append((n, None))
@@ -770,7 +655,7 @@ class _Run:
             if seed is not None and self.b.seed_supported is None:
                 variants.append((1, None))
         if not variants:
-            raise self._fatal(rejected)
+            raise self._refusal(rejected)
         async with self.probe_lock:
             # Another request may have found out while this one waited.
             if (n > 1 and self.b.n_supported is False) or (
@@ -781,9 +666,9 @@ class _Run:
                 self.stats.capability_probes += 1
                 try:
                     gens = await self._attempts(prompt, n2, seed2)
-                except _Rejected as again:
+                except Rejected as again:
                     if again.status not in _CAPABILITY_STATUSES:
-                        raise self._fatal(again) from None
+                        raise self._refusal(again) from None
                     continue
                 if any(g.error is not None for g in gens):
                     return gens  # transient faults to the end: nothing learned
@@ -794,9 +679,16 @@ class _Run:
                     self.b.n_supported = False
                     log.warning("the endpoint rejects n > 1: sending one request per rollout")
                 return gens
-        raise self._fatal(rejected)
+        raise self._refusal(rejected)
 
-    def _fatal(self, rejected: _Rejected) -> RunError:
+    def _refusal(self, rejected: Rejected) -> Exception:
+        """What a refusal that no capability explains means: perhaps this prompt's
+        alone (to be decided by the caller), or the run's end."""
+        if rejected.status in _PER_REQUEST_STATUSES:
+            return _PromptRejected(rejected)
+        return self._fatal(rejected)
+
+    def _fatal(self, rejected: Rejected) -> RunError:
         url = redact_url(self.cfg.base_url)
         status, detail = rejected.status, rejected.detail
         if status == 404:
@@ -813,66 +705,51 @@ class _Run:
             msg += f" - {detail}"
         return RunError(self.b.scrub(msg))
 
+    # -- one request on the wire -------------------------------------------
+
     async def _attempts(self, prompt: Prompt, n: int, seed: int | None) -> list[Generation]:
-        """Send until a usable answer or the last retry; raises _Rejected on a 4xx."""
-        attempts = 0
-        while True:
-            attempts += 1
-            try:
-                return await self._once(prompt, n, seed, attempts)
-            except _Retryable as fault:
-                if attempts > self.cfg.max_retries:
-                    self.stats.failed_rollouts += n
-                    error = self.b.scrub(f"{fault.cause}: {fault.message}")
-                    error += f" (gave up after {attempts} attempts)"
-                    return [Generation(text=None, error=error, attempts=attempts) for _ in range(n)]
-                self.stats.retries[fault.cause] += 1
-                await asyncio.sleep(self._delay(fault, attempts))
-
-    def _delay(self, fault: _Retryable, attempt: int) -> float:
-        if fault.retry_after is not None:
-            wait = min(fault.retry_after, self.cfg.retry_after_max)
-            # A little jitter so that clients told the same time do not return together.
-            return wait + self.rng.uniform(0, 0.1 * max(wait, self.cfg.backoff_base))
-        cap = min(self.cfg.backoff_max, self.cfg.backoff_base * 2 ** (attempt - 1))
-        return self.rng.uniform(cap / 2, cap)
-
-    async def _once(
-        self, prompt: Prompt, n: int, seed: int | None, attempts: int
-    ) -> list[Generation]:
-        """One HTTP attempt, parsed; raises _Retryable or _Rejected."""
-        kwargs = self._body(prompt, n, seed)
+        """Send until a usable answer or the last retry (then error generations);
+        raises Rejected on a 4xx."""
+        body = self._body(prompt, n, seed)
         estimate = prompt_chars(prompt) / 4 + n * self.sampling.max_tokens
-        await self.limiter.acquire()
+
+        async def send() -> bytes:
+            raw = await self.endpoint.create(**body)
+            return raw.content  # read within the attempt's timeout
+
+        def handle(content: bytes, attempt: Attempt) -> list[Generation]:
+            return self._parse(content, n, seed, estimate, attempt)
+
         try:
-            if self.rpm is not None:
-                self.stats.rate_limit_wait_s += await self.rpm.take(1)
-            if self.tpm is not None:
-                self.stats.rate_limit_wait_s += await self.tpm.take(estimate)
-            sent_at = time.monotonic()
-            started = time.perf_counter()
-            self.stats.requests += 1
-            try:
-                async with asyncio.timeout(self.cfg.timeout):
-                    raw = await self.endpoint.create(**kwargs)
-                    content = raw.content
-            except Exception as exc:
-                fault = _fault(exc)
-                if isinstance(exc, openai.APIStatusError):
-                    self.b.reached = True
-                if isinstance(fault, _Retryable) and fault.cause == "rate_limit":
-                    self.limiter.on_rate_limited(sent_at)
-                raise fault from None
-            latency = time.perf_counter() - started
-            self.b.reached = True
-        finally:
-            await self.limiter.release()
+            return await self.caller.call(send, handle, cost=estimate)
+        except Unreachable as unreachable:
+            raise self._unreachable(f"{CONNECTION}: {unreachable.last.message}") from None
+        except EndpointDown as down:
+            if not self.caller.answered:
+                raise self._unreachable(f"{CONNECTION}: {down.last.message}") from None
+            url = redact_url(self.cfg.base_url)
+            raise RunError(
+                f"lost {url}: {down.failures} attempts in a row failed to connect over "
+                f"{down.seconds:.0f} s ({self.b.scrub(down.last.message)}); the finished "
+                "rollouts are stored, run the same command again to resume"
+            ) from None
+        except GaveUp as gave_up:
+            self.stats.failed_rollouts += n
+            fault, attempts = gave_up.fault, gave_up.attempts
+            error = self.b.scrub(f"{fault.cause}: {fault.message}")
+            error += f" (gave up after {attempts} attempts)"
+            return [Generation(text=None, error=error, attempts=attempts) for _ in range(n)]
+
+    def _parse(
+        self, content: bytes, n: int, seed: int | None, estimate: float, attempt: Attempt
+    ) -> list[Generation]:
+        """A 200's generations; raises Retryable for an unusable body."""
         choices, prompt_tokens, completion_tokens = parse_body(content, self.mode)
-        if self.tpm is not None and prompt_tokens is not None and completion_tokens is not None:
-            self.tpm.refund(estimate - prompt_tokens - completion_tokens)
+        if prompt_tokens is not None and completion_tokens is not None:
+            self.caller.pacer.refund(estimate - prompt_tokens - completion_tokens)
         if len(choices) < n:
             if self.b.n_supported is not None or n == 1:
-                raise _Retryable("malformed", f"response has {len(choices)} of {n} choices")
+                raise Retryable(MALFORMED, f"response has {len(choices)} of {n} choices")
             # The endpoint answered n > 1 with fewer choices: it ignores n.
             self.b.n_supported = False
             log.warning("the endpoint ignores n > 1: sending one request per rollout")
@@ -882,8 +759,12 @@ class _Run:
                 self.b.n_supported = True
         if seed is not None and self.b.seed_supported is None:
             self.b.seed_supported = True
-        self.limiter.on_success()
-        return self._generations(choices, prompt_tokens, completion_tokens, latency, attempts)
+        self.b.accepted = True
+        self.rejections.succeed()
+        self.stats.content_filtered += sum(c.finish_reason == CONTENT_FILTER for c in choices)
+        return self._generations(
+            choices, prompt_tokens, completion_tokens, attempt.latency_s, attempt.number
+        )
 
     def _generations(
         self,
@@ -955,24 +836,6 @@ def _as_text(messages: list[dict[str, Any]]) -> str:
     return "\n".join(str(m.get("content") or "") for m in messages)
 
 
-def _first_leaf(group: BaseExceptionGroup[Any]) -> BaseException:
-    """The first real error in a task group's failure (RunError before the rest)."""
-    leaves: list[BaseException] = []
-
-    def walk(exc: BaseException) -> None:
-        if isinstance(exc, BaseExceptionGroup):
-            for inner in exc.exceptions:
-                walk(inner)
-        else:
-            leaves.append(exc)
-
-    walk(group)
-    for exc in leaves:
-        if isinstance(exc, CurateError):
-            return exc
-    return leaves[0] if leaves else RunError("generation failed")
-
-
 # --------------------------------------------------------------------------- factory
 
 
@@ -1007,7 +870,7 @@ def open_openai(
         backoff_max=opts.backoff_max,
         transport=opts.transport,
     )
-    backend = OpenAIBackend(model, config, _Secret(key), key_env=key_env, base_seed=seed)
+    backend = OpenAIBackend(model, config, Secret(key), key_env=key_env, base_seed=seed)
     yield backend
     # After a completed run only: a stopped run ends with its one-line error alone.
     if backend.stats.requests:

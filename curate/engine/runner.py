@@ -132,7 +132,7 @@ def grade_generations(
                 prompt_tokens=gen.prompt_tokens,
                 completion_tokens=gen.completion_tokens,
                 latency_s=gen.latency_s,
-                seed=req.seed,
+                seed=req.seed if gen.seed is None else gen.seed,
                 attempts=gen.attempts,
             )
             if gen.error is None:
@@ -177,15 +177,21 @@ def _generate(
         done_reqs: list[GenerationRequest] = []
         done_gens: list[list[Generation]] = []
         last = time.monotonic()
-        for item in _guard(lambda: backend.stream(requests, sampling, mode)):
-            if item is not None:  # None is a heartbeat: nothing new, time to flush?
-                index, gens = item
-                done_reqs.append(requests[index])
-                done_gens.append(gens)
-            now = time.monotonic()
-            if done_reqs and (len(done_reqs) >= chunk_size or now - last >= FLUSH_SECONDS):
+        try:
+            for item in _guard(lambda: backend.stream(requests, sampling, mode)):
+                if item is not None:  # None is a heartbeat: nothing new, time to flush?
+                    index, gens = item
+                    done_reqs.append(requests[index])
+                    done_gens.append(gens)
+                now = time.monotonic()
+                if done_reqs and (len(done_reqs) >= chunk_size or now - last >= FLUSH_SECONDS):
+                    yield done_reqs, done_gens
+                    done_reqs, done_gens, last = [], [], now
+        except (Exception, KeyboardInterrupt):
+            # Whatever stops the stream, what finished before it reaches disk first.
+            if done_reqs:
                 yield done_reqs, done_gens
-                done_reqs, done_gens, last = [], [], now
+            raise
         if done_reqs:
             yield done_reqs, done_gens
         return

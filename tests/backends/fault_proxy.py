@@ -174,6 +174,9 @@ class FakeOpenAIServer(_LoopServer):
         want_max_completion_tokens: bool = False,
         latency_s: float | Callable[[str], float] = 0.0,
         answer: Callable[[str, int | None, int], str] = default_answer,
+        max_prompt_chars: int | None = None,
+        reject_all: str | None = None,
+        content_filter: str | None = None,
     ) -> None:
         super().__init__()
         self.models = set(models)
@@ -184,6 +187,12 @@ class FakeOpenAIServer(_LoopServer):
         self.want_max_completion_tokens = want_max_completion_tokens
         self.latency_s = latency_s
         self.answer = answer
+        # A prompt longer than this gets vLLM's 400 for a prompt past the context.
+        self.max_prompt_chars = max_prompt_chars
+        # Every request gets a 400 with this message (say, an unknown parameter).
+        self.reject_all = reject_all
+        # Prompts containing this are answered as if a content filter stopped them.
+        self.content_filter = content_filter
         self.bodies: list[dict[str, Any]] = []
         self.statuses: Counter[int] = Counter()
         self.in_flight = 0
@@ -230,6 +239,16 @@ class FakeOpenAIServer(_LoopServer):
             prompt = "\n".join(str(m.get("content", "")) for m in body["messages"])
         else:
             prompt = str(body["prompt"])
+        if self.reject_all is not None:
+            return self._reject(400, self.reject_all)
+        if self.max_prompt_chars is not None and len(prompt) > self.max_prompt_chars:
+            return self._reject(
+                400,
+                f"This model's maximum context length is {self.max_prompt_chars} tokens. "
+                f"However, your request has {len(prompt)} input tokens. Please reduce the "
+                "length of the input messages.",
+            )
+        filtered = self.content_filter is not None and self.content_filter in prompt
         delay = self.latency_s(prompt) if callable(self.latency_s) else self.latency_s
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -248,12 +267,14 @@ class FakeOpenAIServer(_LoopServer):
             finish = "stop"
             if len(text) > max_tokens:
                 text, finish = text[:max_tokens], "length"
+            if filtered:
+                text, finish = "", "content_filter"
             used += len(text)
             if chat:
                 choices.append(
                     {
                         "index": i,
-                        "message": {"role": "assistant", "content": text},
+                        "message": {"role": "assistant", "content": None if filtered else text},
                         "finish_reason": finish,
                     }
                 )

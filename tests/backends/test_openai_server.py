@@ -228,7 +228,26 @@ def test_endpoint_rejecting_n_gives_the_same_rollouts(
     frame = assert_complete(run, 40, 4)
     assert proxy.rejected_n == 2  # the first request, with and without its seed: once
     assert proxy.forwarded == frame.height  # then one request per rollout
-    assert frame["seed"].n_unique() == 40  # the stored seed is each request block's
+    # Each rollout stores the seed of the request that produced it (issue 12).
+    assert frame["seed"].n_unique() == frame.height
+
+
+def test_a_prompt_past_the_context_becomes_its_error_rows(
+    vllm_server: VLLMServer, data: Path, tmp_path: Path, key_env: str
+) -> None:
+    rows = [json.loads(line) for line in data.read_text().splitlines()[:10]]
+    rows[4]["question"] = rows[4]["question"] + " Think it over." * 200  # past 256 tokens
+    short = tmp_path / "with_long.jsonl"
+    short.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = tmp_path / "run"
+    res = invoke_curate(*eval_args(short, run, vllm_server.base_url))
+    assert res.exit_code == 0, res.stderr
+    assert "4 errors" in res.stdout and "4 rollouts rejected by the endpoint" in res.stderr
+    frame = RolloutStore(run).rollouts()
+    errors = frame.filter(pl.col("error").is_not_null())
+    assert errors.height == 4 and set(errors["sample_id"]) == {str(rows[4]["id"])}
+    assert all(e.startswith("rejected: 400") for e in errors["error"]), errors["error"][0]
+    assert frame.filter(pl.col("error").is_null()).height == 36
 
 
 @pytest.mark.parametrize(

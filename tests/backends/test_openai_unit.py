@@ -26,6 +26,7 @@ from curate.backends.openai_api import (
 )
 from curate.core.seeds import derive_seed
 from curate.errors import RunError, UsageError
+from curate.remote import Retryable
 from tests.backends.fault_proxy import (
     FakeOpenAIServer,
     FaultProxy,
@@ -90,8 +91,6 @@ def test_scrub_and_redact_hide_the_key() -> None:
 
 
 def test_parse_body_rejects_malformed_bodies() -> None:
-    from curate.backends.openai_api import _Retryable
-
     for body in (
         b'{"choices": [',
         b"[]",
@@ -99,7 +98,7 @@ def test_parse_body_rejects_malformed_bodies() -> None:
         b'{"id": 1}',
         b'{"choices": [{"index": 0}]}',
     ):
-        with pytest.raises(_Retryable) as info:
+        with pytest.raises(Retryable) as info:
             parse_body(body, "chat")
         assert info.value.cause == "malformed"
     choices, p, c = parse_body(
