@@ -1,13 +1,18 @@
 """A fake backend for unit tests and fault injection (never used for real numbers).
 
 Each prompt's completion is drawn from a seeded RNG: the correct answer with the
-prompt's pass rate, else a wrong one. Failures can be injected per sample.
+prompt's pass rate, else a wrong one. Failures can be injected per sample, and a
+delay per request makes a slow engine (for tests of concurrent or killed runs; from
+the command line, set CURATE_FAKE_DELAY_S, since `curate eval` passes the fake
+backend no options).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import random
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +44,7 @@ class FakeBackend:
     has_chat_template: bool = True
     fail: Callable[[GenerationRequest], str | None] = lambda req: None
     calls: list[int] = field(default_factory=list)
+    delay_s: float = 0.0  # seconds slept per request
 
     def info(self) -> BackendInfo:
         return BackendInfo(
@@ -51,6 +57,8 @@ class FakeBackend:
         self, requests: Sequence[GenerationRequest], sampling: SamplingConfig, mode: Mode
     ) -> list[list[Generation]]:
         self.calls.append(len(requests))
+        if self.delay_s > 0:
+            time.sleep(self.delay_s * len(requests))
         out = []
         for req in requests:
             error = self.fail(req)
@@ -77,6 +85,12 @@ class FakeBackend:
 
 @contextlib.contextmanager
 def open_fake(
-    model: str, *, answers: Mapping[str, tuple[str, float]] | None = None, **_: Any
+    model: str,
+    *,
+    answers: Mapping[str, tuple[str, float]] | None = None,
+    delay_s: float | None = None,
+    **_: Any,
 ) -> Iterator[FakeBackend]:
-    yield FakeBackend(answers=answers or {}, model=model)
+    if delay_s is None:
+        delay_s = float(os.environ.get("CURATE_FAKE_DELAY_S") or 0)
+    yield FakeBackend(answers=answers or {}, model=model, delay_s=delay_s)

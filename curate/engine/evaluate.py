@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +24,7 @@ from curate.engine.runner import EvalResult, run_eval
 from curate.engine.settings import SCORE_KEYS, EvalSettings, score_differences
 from curate.errors import UsageError
 from curate.graders import default_grader_spec, get_grader
-from curate.store.run_dir import RolloutStore
+from curate.store.run_dir import RolloutStore, set_aside_corrupt_shards
 
 if TYPE_CHECKING:
     import polars as pl
@@ -52,6 +51,7 @@ class EvalOptions:
     id_field: str | None = None
     limit: int | None = None
     force_new: bool = False
+    set_aside_corrupt: bool = False  # move unreadable shards into rollouts/corrupt/
     chunk_size: int = 256
     engine_options: dict[str, Any] = field(default_factory=dict)
     # Adaptive evaluation (curate/engine/adaptive.py); the others need adaptive=True.
@@ -68,6 +68,7 @@ class EvalOutcome:
     run_dir: Path
     result: EvalResult
     settings: EvalSettings
+    set_aside: list[Path] = field(default_factory=list)  # unreadable shards moved away
 
 
 def default_run_dir(data: Path, model: str) -> Path:
@@ -113,13 +114,9 @@ def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome
     grader = get_grader(grader_spec)
     run_dir = opts.out or default_run_dir(opts.data, opts.model)
     store = RolloutStore(run_dir)
-    if opts.force_new and run_dir.exists():
-        for path in (store.rollouts_dir, store.manifest_path, store.samples_path):
-            if path.is_dir():
-                shutil.rmtree(path)
-            elif path.exists():
-                path.unlink()
-    previous = store.read_manifest() if store.exists() else None
+    # No rollout yet: no settings to keep. --force-new clears the directory below,
+    # under the writer lock, so a refused second writer never deletes the first's work.
+    previous = None if opts.force_new else store.previous_manifest()
     mode: Mode | None = opts.mode
     if mode is None:
         has_template = _local_chat_template(opts.model)
@@ -153,10 +150,28 @@ def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome
     # Refuse a mismatched resume before paying for an engine start.
     skip = {"chat_template_sha256"} | ({"mode"} if mode is None else set())
     _check_resume(previous, settings.manifest(), run_dir, ignore=skip)
+    # Every (sample, run) pair stored: write nothing and start nothing, so a finished
+    # run re-runs on a read-only copy. (The adaptive loop decides for itself.)
+    if (
+        policy is None
+        and previous is not None
+        and not opts.set_aside_corrupt
+        and store.missing_pairs(frame["sample_id"], opts.runs) == 0
+    ):
+        grader.close()
+        return EvalOutcome(run_dir, EvalResult(skipped=frame.height * opts.runs), settings)
     try:
-        with open_backend(
-            opts.backend, opts.model, seed=opts.seed, **opts.engine_options
-        ) as backend:
+        with (
+            store.writer(),  # one writer per run directory; taken before the engine starts
+            open_backend(
+                opts.backend, opts.model, seed=opts.seed, **opts.engine_options
+            ) as backend,
+        ):
+            if opts.force_new:
+                store.clear()
+            set_aside = set_aside_corrupt_shards(store) if opts.set_aside_corrupt else []
+            # Read again under the lock: another writer may have finished meanwhile.
+            previous = None if opts.force_new else store.previous_manifest()
             info = backend.info()
             if mode is None:
                 mode = "chat" if info.has_chat_template else "completion"
@@ -204,7 +219,7 @@ def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome
                 store.write_manifest(manifest)
     finally:
         grader.close()
-    return EvalOutcome(run_dir=run_dir, result=result, settings=settings)
+    return EvalOutcome(run_dir=run_dir, result=result, settings=settings, set_aside=set_aside)
 
 
 def adaptive_policy(opts: EvalOptions) -> AdaptivePolicy | None:
