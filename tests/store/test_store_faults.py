@@ -284,3 +284,25 @@ def test_clear_keeps_the_directory(store: RolloutStore) -> None:
         store.clear()
         assert [p.name for p in store.run_dir.iterdir()] == [".lock"]
     assert store.run_dir.is_dir() and list(store.run_dir.iterdir()) == []
+
+
+def test_resolving_repeats_matches_the_reference_rule(store: RolloutStore) -> None:
+    """Scattered repeats (retried errors, exact repeats) across shards out of order:
+    the same rows as sorting everything by (scored, shard) and keeping the last."""
+    import random
+
+    from curate.store.run_dir import prefer_latest_scored
+
+    rng = random.Random(7)
+    score = {(f"s{i:03d}", r): float(rng.random() < 0.5) for i in range(200) for r in range(6)}
+    pairs = list(score)
+    for k in range(8):
+        rows = []
+        for pair in rng.sample(pairs, 300):
+            failed = rng.random() < 0.4
+            rows.append((*pair, None if failed else score[pair], f"err{k}" if failed else None))
+        store.append(rollout_frame(rows))
+    frame = store.scan(["sample_id", "run_idx", "score", "error"]).collect()
+    expected = prefer_latest_scored(frame).drop("_shard")
+    got = store.rollouts(["sample_id", "run_idx", "score", "error"])
+    assert got.rows() == expected.rows()
