@@ -1,13 +1,18 @@
 """A fake backend for unit tests and fault injection (never used for real numbers).
 
 Each prompt's completion is drawn from a seeded RNG: the correct answer with the
-prompt's pass rate, else a wrong one. Failures can be injected per sample.
+prompt's pass rate, else a wrong one. Failures can be injected per sample, and a
+delay per request makes a slow engine (for tests of concurrent or killed runs; from
+the command line, set CURATE_FAKE_DELAY_S, since `curate eval` passes the fake
+backend no options).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import random
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +45,7 @@ class FakeBackend:
     has_chat_template: bool = True
     fail: Callable[[GenerationRequest], str | None] = lambda req: None
     calls: list[int] = field(default_factory=list)
+    delay_s: float = 0.0  # seconds slept per request
 
     def info(self) -> BackendInfo:
         return BackendInfo(
@@ -52,6 +58,8 @@ class FakeBackend:
         self, requests: Sequence[GenerationRequest], sampling: SamplingConfig, mode: Mode
     ) -> list[list[Generation]]:
         self.calls.append(len(requests))
+        if self.delay_s > 0:
+            time.sleep(self.delay_s * len(requests))
         out = []
         for req in requests:
             error = self.fail(req)
@@ -78,19 +86,25 @@ class FakeBackend:
 
 @dataclass(frozen=True)
 class FakeOptions(BackendOptions):
-    """The fake backend's one option: what it answers."""
+    """The fake backend's options: what it answers, and how slowly."""
 
     label = "fake"
 
     answers: Mapping[str, Any] | None = option(
         None, "prompt text -> (correct answer, pass rate)", flag=False
     )
+    delay_s: float | None = option(None, "seconds to sleep per request", min=0.0, flag=False)
 
 
 @contextlib.contextmanager
 def open_fake(
     model: str, options: FakeOptions | None = None, *, seed: int = 0, **given: Any
 ) -> Iterator[FakeBackend]:
-    """A fake backend; `given` is the keyword form of `options`. The seed is per request."""
+    """A fake backend; `given` is the keyword form of `options`. The seed is per request.
+    CURATE_FAKE_DELAY_S, when no delay is given, lets a real `curate eval` process run
+    slowly (the concurrent-writer tests need one that is still running)."""
     opts = options if options is not None else FakeOptions.parse(given)
-    yield FakeBackend(answers=dict(opts.answers or {}), model=model)
+    delay_s = opts.delay_s
+    if delay_s is None:
+        delay_s = float(os.environ.get("CURATE_FAKE_DELAY_S") or 0)
+    yield FakeBackend(answers=dict(opts.answers or {}), model=model, delay_s=delay_s)

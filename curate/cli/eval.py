@@ -109,6 +109,13 @@ def eval_cmd(
     force_new: Annotated[
         bool, typer.Option(help="Discard a run directory made with other settings.")
     ] = False,
+    set_aside_corrupt: Annotated[
+        bool,
+        typer.Option(
+            help="Move unreadable rollout shards into RUN/rollouts/corrupt/, keep every "
+            "good rollout, and re-generate what the moved shards held."
+        ),
+    ] = False,
     chunk_size: Annotated[
         int, typer.Option(min=1, help="Prompts per engine call (and per shard).")
     ] = DEFAULT_CHUNK_SIZE,
@@ -230,6 +237,7 @@ def eval_cmd(
         limit=limit,
         split=split,
         force_new=force_new,
+        set_aside_corrupt=set_aside_corrupt,
         chunk_size=chunk_size,
         engine_options=backend_flags(backend, ctx.params),
         adaptive=adaptive,
@@ -245,6 +253,11 @@ def eval_cmd(
         _log_to_stderr("curate.backends.openai_api")
     outcome = evaluate(opts, progress=make_progress(quiet))
     r = outcome.result
+    if outcome.set_aside:
+        where = outcome.set_aside[0].parent
+        print(
+            f"{outcome.run_dir}: set aside {len(outcome.set_aside)} unreadable shard(s) in {where}"
+        )
     print(
         f"{outcome.run_dir}: {r.rollouts} new rollouts in {r.seconds:.1f}s "
         f"({r.skipped} already stored), {r.errors} errors, {r.truncated} truncated"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,7 +32,7 @@ from curate.engine.settings import SCORE_KEYS, EvalSettings, score_differences
 from curate.engine.spec import Evaluation
 from curate.errors import UsageError
 from curate.graders import default_grader_spec, get_grader
-from curate.store.run_dir import RolloutStore
+from curate.store.run_dir import RolloutStore, set_aside_corrupt_shards
 
 if TYPE_CHECKING:
     import polars as pl
@@ -60,6 +59,7 @@ class EvalOptions:
     id_field: str | None = None
     limit: int | None = None
     force_new: bool = False
+    set_aside_corrupt: bool = False  # move unreadable shards into rollouts/corrupt/
     chunk_size: int = 256
     # The backend's options: its schema object (VllmOptions, OpenAIOptions, FakeOptions)
     # or a mapping of the options given, validated against that schema.
@@ -104,6 +104,7 @@ class EvalOutcome:
     run_dir: Path
     result: EvalResult
     settings: EvalSettings
+    set_aside: list[Path] = field(default_factory=list)  # unreadable shards moved away
 
 
 def default_run_dir(data: Path, model: str) -> Path:
@@ -149,13 +150,9 @@ def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome
     grader = get_grader(grader_spec)
     run_dir = opts.run_dir()
     store = RolloutStore(run_dir)
-    if opts.force_new and run_dir.exists():
-        for path in (store.rollouts_dir, store.manifest_path, store.samples_path):
-            if path.is_dir():
-                shutil.rmtree(path)
-            elif path.exists():
-                path.unlink()
-    previous = store.read_manifest() if store.exists() else None
+    # No rollout yet: no settings to keep. --force-new clears the directory below,
+    # under the writer lock, so a refused second writer never deletes the first's work.
+    previous = None if opts.force_new else store.previous_manifest()
     mode = opts.known_mode()
     options = opts.backend_options()
     settings = EvalSettings(
@@ -181,8 +178,26 @@ def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome
     # Refuse a mismatched resume before paying for an engine start.
     skip = {"chat_template_sha256"} | ({"mode"} if mode is None else set())
     _check_resume(previous, settings.manifest(), run_dir, ignore=skip)
+    # Every (sample, run) pair stored: write nothing and start nothing, so a finished
+    # run re-runs on a read-only copy. (The adaptive loop decides for itself.)
+    if (
+        policy is None
+        and previous is not None
+        and not opts.set_aside_corrupt
+        and store.missing_pairs(frame["sample_id"], opts.runs) == 0
+    ):
+        grader.close()
+        return EvalOutcome(run_dir, EvalResult(skipped=frame.height * opts.runs), settings)
     try:
-        with open_backend(opts.backend, opts.model, options, seed=opts.seed) as backend:
+        with (
+            store.writer(),  # one writer per run directory; taken before the engine starts
+            open_backend(opts.backend, opts.model, options, seed=opts.seed) as backend,
+        ):
+            if opts.force_new:
+                store.clear()
+            set_aside = set_aside_corrupt_shards(store) if opts.set_aside_corrupt else []
+            # Read again under the lock: another writer may have finished meanwhile.
+            previous = None if opts.force_new else store.previous_manifest()
             info = backend.info()
             if mode is None:
                 mode = "chat" if info.has_chat_template else "completion"
@@ -217,7 +232,7 @@ def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome
                 store.write_manifest(manifest)
     finally:
         grader.close()
-    return EvalOutcome(run_dir=run_dir, result=result, settings=settings)
+    return EvalOutcome(run_dir=run_dir, result=result, settings=settings, set_aside=set_aside)
 
 
 def adaptive_policy(opts: EvalOptions) -> AdaptivePolicy | None:

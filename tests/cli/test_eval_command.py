@@ -75,6 +75,8 @@ def test_mismatched_rerun_is_refused_before_the_engine_starts(tmp_path: Path) ->
     RolloutStore(run).write_manifest(
         {"model": str(TINY_MODEL), "sampling": {"temperature": 0.2}, "grader": "numeric"}
     )
+    # A rollout fixes the settings (a directory without one accepts new settings).
+    RolloutStore(run).append(pl.DataFrame({"sample_id": ["arith-0001"], "run_idx": [0]}))
     result = CliRunner().invoke(
         app, ["eval", str(ARITHMETIC), "--model", str(TINY_MODEL), "--out", str(run)]
     )

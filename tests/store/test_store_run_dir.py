@@ -129,7 +129,7 @@ def test_dedup_scored_beats_error_and_later_beats_earlier(store: RolloutStore) -
             [
                 ("a", 0, None, "timeout"),  # later shard scores it: score wins
                 ("a", 1, 1.0, None),  # later shard errors on it: the score still wins
-                ("a", 2, 0.0, None),  # later shard re-scores it: later wins
+                ("a", 2, 1.0, None),  # later shard scores it the same: an exact repeat
                 ("a", 3, None, "first error"),  # two errors: later wins
                 ("b", 0, 1.0, None),  # only here
             ]
@@ -165,10 +165,12 @@ def test_dedup_within_a_single_shard_prefers_scored(store: RolloutStore) -> None
 
 def test_corrupt_shard_is_an_input_error(store: RolloutStore) -> None:
     store.append(rollout_frame([("a", 0, 1.0, None)]))
-    (store.rollouts_dir / "part-99999999999999999999-1-000000.parquet").write_bytes(b"garbage")
-    with pytest.raises(InputError, match="cannot read rollout shards") as info:
+    bad = store.rollouts_dir / "part-99999999999999999999-1-000000.parquet"
+    bad.write_bytes(b"garbage")
+    with pytest.raises(InputError, match="cannot read rollout shard") as info:
         store.rollouts()
-    assert str(store.rollouts_dir) in str(info.value)
+    assert str(info.value).startswith(f"{bad}: ")  # the file itself, not the directory
+    assert "--set-aside-corrupt" in str(info.value)
     assert "\n" not in str(info.value)
 
 
