@@ -154,10 +154,21 @@ def load_target(target: UserTarget) -> Callable[..., object]:
     return function
 
 
-def check_signature(spec: str, function: Callable[..., object], *args: Any, **kwargs: Any) -> None:
-    """`UsageError` unless `function` can be called with arguments shaped like these."""
+def check_signature(
+    spec: str,
+    function: Callable[..., object],
+    *args: Any,
+    partial: bool = False,
+    **kwargs: Any,
+) -> None:
+    """`UsageError` unless `function` can be called with arguments shaped like these
+    (with `partial`, and perhaps more keywords)."""
     try:
-        inspect.signature(function).bind(*args, **kwargs)
+        signature = inspect.signature(function)
+        if partial:
+            signature.bind_partial(*args, **kwargs)
+        else:
+            signature.bind(*args, **kwargs)
     except TypeError as exc:
         shape = ", ".join([*map(str, args), *kwargs])
         name = getattr(function, "__name__", "the function")
