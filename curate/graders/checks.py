@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 from curate.core.outcome import PASS_SCORE
 from curate.graders.base import Grader, GradeResult, SampleContext, grade, one_line
-from curate.graders.simple import reference_text
+from curate.graders.references import extract_reference
+from curate.graders.simple import ExactGrader, RegexGrader, reference_text
 
 DEFAULT_EXAMPLES = 5
 # The CLI's default for --max-bad-references.
@@ -91,6 +92,26 @@ def correct_completions(reference: object) -> list[str]:
     return list(dict.fromkeys(form(text) for form in _FORMS))
 
 
+def worked_solution(reference: object) -> str | None:
+    """Why `reference` looks like a worked solution rather than an answer, or None.
+
+    String-comparing graders accept such a reference written back verbatim, so the
+    self-check alone cannot see the problem: a model's "68" never equals a rationale.
+    """
+    if not isinstance(reference, str):
+        return None
+    for mode, what in (("gsm8k", "its '####' line"), ("boxed", "its last \\boxed{}")):
+        answer = extract_reference(reference, mode)
+        if answer is not None and answer != reference.strip():
+            return (
+                f"looks like a worked solution, not an answer ({what} says {answer!r}); "
+                "extract the answers first"
+            )
+    if "\n" in reference.strip():
+        return "looks like a worked solution (several lines), not an answer"
+    return None
+
+
 def _shown(reference: object) -> str:
     try:
         text = repr(reference)
@@ -122,6 +143,13 @@ def check_references(
     first_error: dict[str, str] = {}
     best: dict[str, tuple[float, str]] = {}
     failing = {sid for sid in references}  # until some correct form earns full credit
+    solutions: dict[str, str] = {}
+    if isinstance(grader, ExactGrader | RegexGrader):
+        for sid, reference in references.items():
+            why = worked_solution(reference)
+            if why is not None:
+                solutions[sid] = why
+                candidates[sid] = []  # nothing to try: it is the reference that is wrong
     rounds = max((len(forms) for forms in candidates.values()), default=0)
     for round_index in range(rounds):
         batch = [sid for sid in references if sid in failing and round_index < len(candidates[sid])]
@@ -145,7 +173,10 @@ def check_references(
     for sid in references:  # in data set order
         if sid not in failing:
             continue
-        if sid in best:
+        if sid in solutions:
+            rejected += 1
+            problem = solutions[sid]
+        elif sid in best:
             rejected += 1
             score, completion = best[sid]
             problem = f"best score {score:g}, for {one_line(completion, 80)!r}"

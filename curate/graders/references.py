@@ -49,7 +49,7 @@ _ANSWER_IS = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 # An answer line ends a sentence: "The answer is 12." -> "12", "... (B)." -> "(B)".
-_TRAILING_PERIOD = re.compile(r"(?<![.\d])\.$")
+_TRAILING_PERIOD = re.compile(r"(?<!\.)\.$")
 
 
 def _gsm8k(text: str) -> str | None:
