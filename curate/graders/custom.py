@@ -32,7 +32,6 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
-import math
 import os
 import sys
 from collections.abc import Callable
@@ -50,7 +49,7 @@ from curate.graders.base import (
     reward_value,
     scored,
 )
-from curate.graders.pool import DEFAULT_WORKERS, PooledGrader
+from curate.graders.pool import DEFAULT_WORKERS, PooledGrader, check_timeout
 
 UserFunction = Callable[[str, object], object]
 
@@ -242,11 +241,6 @@ class PythonGrader(PooledGrader):
 
     def to_result(self, value: object) -> GradeResult:
         return scored(float(value), LABEL, self.score_range)  # type: ignore[arg-type]
-
-
-def check_timeout(spec: str, timeout_s: float) -> None:
-    if not (math.isfinite(timeout_s) and timeout_s > 0):
-        raise UsageError(f"grader {spec!r}: the timeout must be a positive number of seconds")
 
 
 def python_grader(spec: str, argument: str | None, options: GraderOptions) -> PythonGrader:

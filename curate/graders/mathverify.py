@@ -34,7 +34,12 @@ from curate.graders.base import (
     alternatives,
     error_result,
 )
-from curate.graders.pool import DEFAULT_WORKERS, STARTUP_TIMEOUT_S, PooledGrader
+from curate.graders.pool import (
+    DEFAULT_WORKERS,
+    STARTUP_TIMEOUT_S,
+    PooledGrader,
+    check_timeout,
+)
 from curate.graders.text import strip_think
 
 # (completion, reference alternatives as text) -> (score in [0, 1], extracted answer)
@@ -115,12 +120,15 @@ class MathGrader(PooledGrader):
         preload: tuple[str, ...] = ("math_verify",),
         startup_timeout_s: float = STARTUP_TIMEOUT_S,
     ) -> None:
+        # The worker function's module is imported at start-up too, so that importing
+        # it never eats into the first item's deadline.
+        modules = tuple(dict.fromkeys((*preload, worker.__module__)))
         super().__init__(
             name,
             task=_run_worker,
             timeout_s=timeout_s,
             workers=workers,
-            preload=preload,
+            preload=modules,
             startup_timeout_s=startup_timeout_s,
         )
         self._worker = worker
@@ -158,9 +166,6 @@ def math_grader(spec: str, argument: str | None, options: GraderOptions) -> Math
         raise UsageError(f"grader {spec!r}: 'math' takes no options")
     if importlib.util.find_spec("math_verify") is None:
         raise MissingExtraError(f"grader {spec!r} needs the math_verify package; {MATH_EXTRA_HINT}")
-    timeout_s = options.timeout_s
-    if not (math.isfinite(timeout_s) and timeout_s > 0):
-        raise UsageError(f"grader {spec!r}: the timeout must be a positive number of seconds")
-    if options.workers is not None:
-        return MathGrader(spec, timeout_s=timeout_s, workers=options.workers)
-    return MathGrader(spec, timeout_s=timeout_s)
+    check_timeout(spec, options.timeout_s)
+    workers = options.workers or DEFAULT_WORKERS
+    return MathGrader(spec, timeout_s=options.timeout_s, workers=workers)

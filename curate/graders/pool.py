@@ -45,7 +45,7 @@ from concurrent.futures import TimeoutError as FuturesTimeoutError
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Self, TypeVar
 
-from curate.errors import RunError
+from curate.errors import RunError, UsageError
 from curate.graders.base import (
     UNFINISHED_THINKING,
     GradeResult,
@@ -100,6 +100,12 @@ def _call_guarded(task: Callable[..., Any], arguments: tuple[Any, ...]) -> Outco
         return task(*arguments), None
     except Exception as exc:
         return None, describe_exception(exc)
+
+
+def check_timeout(spec: str, timeout_s: float) -> None:
+    """`UsageError` naming the spec unless the per-call deadline is a positive number."""
+    if not (math.isfinite(timeout_s) and timeout_s > 0):
+        raise UsageError(f"grader {spec!r}: the timeout must be a positive number of seconds")
 
 
 class PooledGrader:

@@ -47,12 +47,11 @@ from curate.graders.base import (
 from curate.graders.custom import (
     UserTarget,
     check_signature,
-    check_timeout,
     load_target,
     parse_target,
     target_function,
 )
-from curate.graders.pool import DEFAULT_WORKERS, PooledGrader
+from curate.graders.pool import DEFAULT_WORKERS, PooledGrader, check_timeout
 
 VERL_FORMS = "verl, verl:FILE.py:FUNCTION or verl:module:function"
 TRL_FORMS = "trl:FILE.py:FUNCTION or trl:module:function"

@@ -135,3 +135,22 @@ def test_forms_tried() -> None:
 def test_empty_check() -> None:
     check = ReferenceCheck("exact", 0, 0, 0, ())
     assert check.bad_fraction == 0.0 and not check.exceeds()
+
+
+def test_issue_11_sample_file_end_to_end(numeric: Grader) -> None:
+    """The GSM8K-layout sample: extracted, graded numerically, every reference usable."""
+    import json
+
+    path = Path(__file__).resolve().parents[2] / "sample_data" / "gsm8k_layout.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    raw = {row["id"]: row["answer"] for row in rows}
+    extraction = extract_references(raw)
+    assert extraction.mode == "gsm8k" and extraction.applied == len(rows) == 10
+    choice = choose_grader(extraction.references)
+    assert choice.spec == "numeric"
+    assert check_references(numeric, extraction.references).bad == 0
+    assert check_references(numeric, raw).bad_fraction == 1.0  # what issue 11 ran into
+    # The correct answer to each question, as a model writes it, scores 1.
+    completions = [f"So the answer is {ref}." for ref in extraction.references.values()]
+    results = numeric.grade_batch(completions, list(extraction.references.values()))
+    assert {result.score for result in results} == {1.0}
