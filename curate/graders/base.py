@@ -9,11 +9,16 @@ pretending the model was wrong. One failing rollout never affects the others in 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from curate.graders.text import strip_think
+
+# One sample's other columns (data_source, reward_model, extra_info, prompt, solution...),
+# for graders that read more than the reference: the trainer rewards.
+SampleContext = Mapping[str, Any]
 
 # Long exception messages (e.g. a repr of a huge sympy expression) would bloat the store.
 MAX_ERROR_CHARS = 200
@@ -21,17 +26,24 @@ MAX_ERROR_CHARS = 200
 
 @dataclass(frozen=True, slots=True)
 class GradeResult:
-    """The grade of one rollout. `score` is in [0, 1] and is None exactly when `error` is set."""
+    """The grade of one rollout. `score` is in [0, 1] and is None exactly when `error` is set.
+
+    `raw_score` is what a reward function returned before a declared score range mapped
+    it to [0, 1] (None when no range applied), so a report can show the trainer's value.
+    """
 
     score: float | None
     extracted: str | None
     error: str | None = None
+    raw_score: float | None = None
 
     def __post_init__(self) -> None:
         if (self.score is None) != (self.error is not None):
             raise ValueError("GradeResult: score must be None exactly when error is set")
         if self.score is not None and not (0.0 <= self.score <= 1.0):
             raise ValueError(f"GradeResult: score {self.score!r} is outside [0, 1]")
+        if self.raw_score is not None and (self.score is None or not math.isfinite(self.raw_score)):
+            raise ValueError("GradeResult: raw_score must be finite and comes with a score")
 
 
 @runtime_checkable
@@ -45,6 +57,30 @@ class Grader(Protocol):
     ) -> list[GradeResult]: ...
 
     def close(self) -> None: ...
+
+
+def needs_context(grader: object) -> bool:
+    """True when `grader.grade_batch` takes per-sample `contexts` (see `grade`)."""
+    return bool(getattr(grader, "needs_context", False))
+
+
+def grade(
+    grader: Grader,
+    completions: Sequence[str],
+    references: Sequence[object],
+    contexts: Sequence[SampleContext] | None = None,
+) -> list[GradeResult]:
+    """Grade through any grader, handing per-sample context to the graders that read it.
+
+    `contexts[i]` is the row of the sample that `completions[i]` answers. Graders that
+    only compare with the reference (and third-party graders written against the
+    two-argument protocol) are called without it.
+    """
+    if contexts is not None and needs_context(grader):
+        if len(contexts) != len(completions):
+            raise ValueError(f"grade: {len(completions)} completions but {len(contexts)} contexts")
+        return grader.grade_batch(completions, references, contexts=contexts)  # type: ignore[call-arg]
+    return grader.grade_batch(completions, references)
 
 
 class GradingError(Exception):
@@ -137,3 +173,82 @@ def alternatives(reference: object) -> list[object]:
             raise GradingError("reference is an empty list of answers")
         return list(reference)
     return [reference]
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreRange:
+    """The range a continuous reward lives in; `normalise` maps it onto [0, 1]."""
+
+    low: float
+    high: float
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.low) and math.isfinite(self.high) and self.low < self.high):
+            raise ValueError(
+                f"score_range needs two finite numbers, low < high; got ({self.low!r}, "
+                f"{self.high!r})"
+            )
+
+    def normalise(self, raw: float) -> float:
+        return (raw - self.low) / (self.high - self.low)
+
+    def __str__(self) -> str:
+        return f"[{self.low:g}, {self.high:g}]"
+
+
+def reward_value(value: object, label: str, *, ranged: bool = False) -> float:
+    """A user function's return value as a float, or `GradingError` saying why not.
+
+    Bools (Python and numpy) are 1.0 / 0.0. `label` names the function in the message
+    ("python grader", "verl reward"); `ranged` says a score range was declared, so any
+    number is expected rather than one in [0, 1].
+    """
+    expected = "a number or a bool" if ranged else "a float in [0, 1] or a bool"
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    kind = type(value)
+    if kind.__module__ == "numpy" and kind.__name__ in {"bool_", "bool"}:
+        return 1.0 if bool(value) else 0.0
+    # Duck-typed so the worker process need not import numbers/decimal classes by name:
+    # int, float, Decimal, Fraction, numpy floats and ints all convert.
+    if isinstance(value, int | float) or (
+        kind.__module__ in {"numpy", "decimal", "fractions"} and hasattr(value, "__float__")
+    ):
+        raw = float(value)  # type: ignore[arg-type]
+    else:
+        raise GradingError(f"{label} returned {kind.__name__}; expected {expected}")
+    if math.isnan(raw):
+        raise GradingError(f"{label} returned NaN; expected {expected}")
+    return raw
+
+
+def scored(
+    raw: float, label: str, score_range: ScoreRange | None, extracted: str | None = None
+) -> GradeResult:
+    """The result for a raw reward: checked against [0, 1], or mapped from `score_range`.
+
+    A value outside the range it should be in is an error row, never clipped: a reward
+    of 2.0 in a [0, 1] world is a bug in the function or in the declared range.
+    """
+    if score_range is None:
+        if not 0.0 <= raw <= 1.0:
+            raise GradingError(f"{label} returned {raw!r}, outside [0, 1]")
+        return GradeResult(score=raw, extracted=extracted)
+    if not score_range.low <= raw <= score_range.high:
+        raise GradingError(f"{label} returned {raw!r}, outside score_range {score_range}")
+    score = min(1.0, max(0.0, score_range.normalise(raw)))  # rounding at the edges only
+    return GradeResult(score=score, extracted=extracted, raw_score=raw)
+
+
+@dataclass(frozen=True, slots=True)
+class GraderOptions:
+    """What `get_grader` hands every grader factory besides the spec.
+
+    `timeout_s`: the per-call deadline of graders that run in worker processes (math,
+    python, verl, trl). `score_range`: a continuous reward's range (python, verl, trl
+    only). `workers`: worker processes for those graders (None: the pool's default).
+    """
+
+    timeout_s: float = 10.0
+    score_range: ScoreRange | None = None
+    workers: int | None = None

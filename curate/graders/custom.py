@@ -12,7 +12,13 @@ What a user should know:
   exception raised by the function, make an error row for that rollout
   (``TypeName: message``, one line, at most ~200 characters); other rollouts go on.
   `extracted` is always None: the function only returns a score.
-* The function runs in the main process, one rollout at a time, with no timeout.
+* The function runs in worker processes (`curate.graders.pool`), each call in a
+  worker's main thread with a deadline of `timeout_s` seconds: a hang, a crash of the
+  worker, or a timeout is that rollout's error row, never a 0. So the function, its
+  module and `reference` must be importable/picklable in a fresh interpreter (a file is
+  loaded again by path there; a module by name, with the parent's ``sys.path``).
+* `score_range=(lo, hi)` declares a continuous reward: the returned number, which must
+  lie in that range, is mapped onto [0, 1] and kept as `GradeResult.raw_score`.
 * Loading happens when the spec is parsed, so a missing file, a module that fails to
   import, or a missing/non-callable function is a `UsageError` before any rollout runs.
   A spec whose target ends in ``.py`` or contains a path separator is a file (relative
@@ -26,17 +32,24 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
-import math
-import numbers
 import os
 import sys
 from collections.abc import Callable
-from decimal import Decimal
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from curate.errors import UsageError
-from curate.graders.base import GradeResult, GradingError, InProcessGrader, describe_exception
+from curate.graders.base import (
+    GradeResult,
+    GraderOptions,
+    ScoreRange,
+    describe_exception,
+    reward_value,
+    scored,
+)
+from curate.graders.pool import DEFAULT_WORKERS, PooledGrader, check_timeout
 
 UserFunction = Callable[[str, object], object]
 
@@ -91,62 +104,154 @@ def _import_module(name: str, spec: str) -> ModuleType:
         ) from exc
 
 
-def load_user_function(spec: str) -> UserFunction:
-    """Resolve a ``python:...`` spec to a callable, or raise `UsageError` naming the spec."""
+@dataclass(frozen=True, slots=True)
+class UserTarget:
+    """Where a user's function lives, in a form a worker process can load it from."""
+
+    spec: str  # as the user wrote it, for messages
+    written: str  # the file or module as the user wrote it, for messages
+    location: str  # an absolute file path, or a module name
+    is_file: bool
+    function: str
+
+
+def parse_target(spec: str, forms: str = SPEC_FORMS) -> UserTarget:
+    """The ``KIND:FILE.py:FUNCTION`` / ``KIND:module:function`` part of a spec, checked for
+    shape only. `forms` is what the error message says a spec should look like."""
     _, _, rest = spec.partition(":")
     target, sep, function_name = rest.rpartition(":")
     target, function_name = target.strip(), function_name.strip()
     if not sep or not target or not function_name:
-        raise UsageError(f"grader {spec!r}: expected {SPEC_FORMS}")
+        raise UsageError(f"grader {spec!r}: expected {forms}")
     if not function_name.isidentifier():
         raise UsageError(f"grader {spec!r}: {function_name!r} is not a function name")
-    module = _load_file(target, spec) if _is_file_target(target) else _import_module(target, spec)
-    function = getattr(module, function_name, None)
+    if _is_file_target(target):
+        # Absolute, so a worker started after a chdir still finds the same file.
+        location = str(Path(target).expanduser().absolute())
+        return UserTarget(spec, target, location, True, function_name)
+    return UserTarget(spec, target, target, False, function_name)
+
+
+def load_target(target: UserTarget) -> Callable[..., object]:
+    """Import the target's module and return its function, or raise `UsageError`."""
+    spec, shown = target.spec, target.written
+    if target.is_file:
+        # Messages name the file as written, unless the working directory has changed.
+        same_place = str(Path(shown).expanduser().absolute()) == target.location
+        module = _load_file(shown if same_place else target.location, spec)
+    else:
+        module = _import_module(target.location, spec)
+    function = getattr(module, target.function, None)
     if function is None:
-        raise UsageError(f"grader {spec!r}: {target} has no function {function_name!r}")
+        raise UsageError(f"grader {spec!r}: {shown} has no function {target.function!r}")
     if not callable(function):
-        raise UsageError(f"grader {spec!r}: {target}.{function_name} is not callable")
+        raise UsageError(f"grader {spec!r}: {shown}.{target.function} is not callable")
     if inspect.iscoroutinefunction(function):
-        raise UsageError(f"grader {spec!r}: {function_name} is async; it must be a plain function")
-    try:
-        inspect.signature(function).bind("completion", "reference")
-    except TypeError as exc:
         raise UsageError(
-            f"grader {spec!r}: {function_name} must accept (completion, reference): {exc}"
-        ) from exc
-    except ValueError:
-        pass  # no introspectable signature (some builtins): find out when it is called
+            f"grader {spec!r}: {target.function} is async; it must be a plain function"
+        )
     return function
 
 
-def coerce_score(value: object) -> float:
-    """A user function's return value as a score, or `GradingError` if it is not one."""
-    if isinstance(value, bool):
-        return 1.0 if value else 0.0
-    kind = type(value)
-    if kind.__module__ == "numpy" and kind.__name__ in {"bool_", "bool"}:
-        return 1.0 if bool(value) else 0.0
-    if isinstance(value, numbers.Real | Decimal):
-        score = float(value)
-    else:
-        raise GradingError(
-            f"python grader returned {kind.__name__}; expected a float in [0, 1] or a bool"
+def check_signature(
+    spec: str,
+    function: Callable[..., object],
+    *args: Any,
+    partial: bool = False,
+    **kwargs: Any,
+) -> None:
+    """`UsageError` unless `function` can be called with arguments shaped like these
+    (with `partial`, and perhaps more keywords)."""
+    try:
+        signature = inspect.signature(function)
+        if partial:
+            signature.bind_partial(*args, **kwargs)
+        else:
+            signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        shape = ", ".join([*map(str, args), *kwargs])
+        name = getattr(function, "__name__", "the function")
+        raise UsageError(f"grader {spec!r}: {name} must accept ({shape}): {exc}") from exc
+    except ValueError:
+        pass  # no introspectable signature (some builtins): find out when it is called
+
+
+def load_user_function(spec: str) -> UserFunction:
+    """Resolve a ``python:...`` spec to a callable, or raise `UsageError` naming the spec."""
+    function = load_target(parse_target(spec))
+    check_signature(spec, function, "completion", "reference")
+    return function
+
+
+# Functions a worker process has loaded, by target (each worker loads each target once).
+_LOADED: dict[UserTarget, Callable[..., object]] = {}
+
+
+def target_function(target: UserTarget) -> Callable[..., object]:
+    """The target's function, loaded once per process (a pool worker's setup step)."""
+    function = _LOADED.get(target)
+    if function is None:
+        function = _LOADED[target] = load_target(target)
+    return function
+
+
+def call_python_grader(
+    target: UserTarget, answer_text: str, reference: object, ranged: bool
+) -> float:
+    """The pool task: one call of the user's function, its value checked as a number."""
+    value = target_function(target)(answer_text, reference)
+    return reward_value(value, LABEL, ranged=ranged)
+
+
+LABEL = "python grader"
+
+
+class PythonGrader(PooledGrader):
+    """Calls a user function per rollout, in worker processes with a deadline."""
+
+    label = LABEL
+
+    def __init__(
+        self,
+        name: str,
+        target: UserTarget,
+        *,
+        timeout_s: float = 10.0,
+        workers: int = DEFAULT_WORKERS,
+        score_range: ScoreRange | None = None,
+    ) -> None:
+        super().__init__(
+            name,
+            task=call_python_grader,
+            timeout_s=timeout_s,
+            workers=workers,
+            setup=(target_function, (target,)),
         )
-    if math.isnan(score):
-        raise GradingError("python grader returned NaN; expected a float in [0, 1] or a bool")
-    if not 0.0 <= score <= 1.0:
-        raise GradingError(f"python grader returned {score!r}, outside [0, 1]")
-    return score
+        self.target = target
+        self.score_range = score_range
+
+    def payload(
+        self, completion: str, reference: object, context: object
+    ) -> tuple[Any, ...] | GradeResult:
+        prepared = super().payload(completion, reference, None)
+        if isinstance(prepared, GradeResult):
+            return prepared
+        answer_text, _ = prepared
+        return (self.target, answer_text, reference, self.score_range is not None)
+
+    def to_result(self, value: object) -> GradeResult:
+        return scored(float(value), LABEL, self.score_range)  # type: ignore[arg-type]
 
 
-class PythonGrader(InProcessGrader):
-    """Calls a user function per rollout."""
-
-    def __init__(self, name: str, function: UserFunction) -> None:
-        super().__init__(name)
-        self.function = function
-
-    def grade_one(self, answer_text: str, reference: object) -> GradeResult:
-        return GradeResult(
-            score=coerce_score(self.function(answer_text, reference)), extracted=None
-        )
+def python_grader(spec: str, argument: str | None, options: GraderOptions) -> PythonGrader:
+    """The registry's factory for ``python:...``: the function is loaded (and its errors
+    reported) here, before any rollout runs."""
+    load_user_function(spec)
+    check_timeout(spec, options.timeout_s)
+    return PythonGrader(
+        spec,
+        parse_target(spec),
+        timeout_s=options.timeout_s,
+        workers=options.workers or DEFAULT_WORKERS,
+        score_range=options.score_range,
+    )

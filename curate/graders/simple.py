@@ -24,8 +24,10 @@ import math
 import re
 from decimal import Decimal
 
+from curate.errors import UsageError
 from curate.graders.base import (
     GradeResult,
+    GraderOptions,
     GradingError,
     InProcessGrader,
     alternatives,
@@ -134,3 +136,55 @@ class RegexGrader(InProcessGrader):
             return GradeResult(score=0.0, extracted=None)
         ok = any(answers_equal(extracted, option) for option in alternatives(reference))
         return GradeResult(score=as_score(ok), extracted=extracted)
+
+
+# -- factories (the grader registry's entries; see `curate.graders.registry`) ----------
+
+
+def takes_no_options(spec: str, kind: str, argument: str | None) -> None:
+    if argument is not None:
+        raise UsageError(f"grader {spec!r}: {kind!r} takes no options")
+
+
+def exact_grader(spec: str, argument: str | None, options: GraderOptions) -> ExactGrader:
+    takes_no_options(spec, "exact", argument)
+    return ExactGrader(spec)
+
+
+def numeric_grader(spec: str, argument: str | None, options: GraderOptions) -> NumericGrader:
+    if argument is not None and not argument.strip():
+        raise UsageError(f"grader {spec!r}: nothing after 'numeric:'")
+    tolerance = parse_tolerance(spec, argument) if argument is not None else Tolerance()
+    return NumericGrader(spec, tolerance)
+
+
+def parse_tolerance(spec: str, options: str) -> Tolerance:
+    """``rel_tol=X,abs_tol=Y`` (either or both) as a `Tolerance`, or `UsageError`."""
+    values: dict[str, float] = {}
+    for item in options.split(","):
+        key, sep, raw = (part.strip() for part in item.partition("="))
+        if not sep or key not in {"rel_tol", "abs_tol"}:
+            raise UsageError(
+                f"grader {spec!r}: expected numeric:rel_tol=X and/or abs_tol=Y, "
+                f"got {item.strip()!r}"
+            )
+        if key in values:
+            raise UsageError(f"grader {spec!r}: {key} given twice")
+        try:
+            value = float(raw)
+        except ValueError:
+            raise UsageError(f"grader {spec!r}: {key} must be a number, got {raw!r}") from None
+        if not (math.isfinite(value) and value >= 0):
+            raise UsageError(f"grader {spec!r}: {key} must be a finite number >= 0, got {raw!r}")
+        values[key] = value
+    return Tolerance(**values)
+
+
+def regex_grader(spec: str, argument: str | None, options: GraderOptions) -> RegexGrader:
+    if not argument:
+        raise UsageError(f"grader {spec!r}: expected regex:PATTERN with a non-empty pattern")
+    try:
+        pattern = re.compile(argument)
+    except re.error as exc:
+        raise UsageError(f"grader {spec!r}: invalid regular expression: {exc}") from exc
+    return RegexGrader(spec, pattern)

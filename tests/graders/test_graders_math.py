@@ -138,7 +138,7 @@ def test_worker_exceptions_and_bad_returns_are_errors(fake_grader: MathGrader) -
 
 
 def test_close_stops_the_workers_and_the_grader_can_restart(fake_grader: MathGrader) -> None:
-    from curate.graders.mathverify import _processes
+    from curate.graders.pool import _processes
 
     assert fake_grader.grade_batch(["a"], ["a"])[0].score == 1.0
     assert fake_grader._pool is not None

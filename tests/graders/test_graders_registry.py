@@ -27,6 +27,12 @@ def test_public_api() -> None:
         "regex:PATTERN",
         "python:FILE.py:FUNCTION",
         "python:module:function",
+        # Added with issue 11: multiple choice and the trainers' own rewards.
+        "choice",
+        "verl",
+        "verl:FILE.py:FUNCTION",
+        "trl:FILE.py:FUNCTION",
+        "trl:module:function",
     )
 
 
