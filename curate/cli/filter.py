@@ -241,6 +241,17 @@ def filter_samples(
             f"in {weights}; gave them --weight-default {weight_default:g}",
             file=sys.stderr,
         )
+    if result.plan_total is not None and result.plan_kept != result.plan_total:
+        # A plan over the whole run spends part of its budget on samples dropped here.
+        print(
+            f"plan: the kept samples hold {result.plan_kept} of its {result.plan_total} "
+            "rollouts; the rest are planned for samples not kept"
+        )
+    if result.plan_missing:
+        print(
+            f"note: {result.plan_missing} kept sample(s) are not in the plan "
+            "(planned_rollouts null)"
+        )
     for note in result.notes:
         print(note)
     if result.dropped:

@@ -40,6 +40,9 @@ class FilterResult:
     drop_reasons: list[tuple[str, int]] = field(default_factory=list)  # most common first
     notes: list[str] = field(default_factory=list)
     weights_filled: int = 0  # kept samples a weight table lacked, given `weight_default`
+    plan_total: int | None = None  # rollouts in the whole plan, when one was joined
+    plan_kept: int = 0  # of those, planned for the kept samples
+    plan_missing: int = 0  # kept samples the plan does not list (planned_rollouts null)
 
     @property
     def dropped(self) -> int:
@@ -134,6 +137,12 @@ def filter_run(
     if objective is not None:
         check_objective(objective, weight_delta)
     weights_path = Path(weights) if weights is not None and objective is None else None
+    if weights_path is not None and not weights_path.exists() and not weights_path.suffix:
+        # Not a file and not a table's name either: most likely a mistyped objective.
+        raise UsageError(
+            f"--weights '{weights}' is neither an objective ({', '.join(OBJECTIVES)}) "
+            "nor a weight table file"
+        )
     check_weight_default(weight_default, table=weights_path is not None, given=weights is not None)
     weight_frame = read_table(weights_path) if weights_path is not None else None
     plan_path = Path(plan) if plan is not None else None
@@ -155,8 +164,10 @@ def filter_run(
             source=weights_path,
         )
         weight_frame, filled = checked.frame, checked.filled
+    plan_total = None
     if plan_frame is not None:
         kept = join_plan(kept, plan_frame, source=plan_path)
+        plan_total = int(plan_frame["planned_rollouts"].cast(pl.Int64).sum())
 
     manifest = loaded.manifest or {}
     origin = data or run
@@ -200,6 +211,9 @@ def filter_run(
         drop_reasons=[(str(reason), int(count)) for reason, count in reasons.rows()],
         notes=list(written.notes),
         weights_filled=filled,
+        plan_total=plan_total,
+        plan_kept=int(kept["planned_rollouts"].sum()) if plan_total is not None else 0,
+        plan_missing=kept["planned_rollouts"].null_count() if plan_total is not None else 0,
     )
 
 

@@ -77,10 +77,16 @@ def table_weights(
     listed = set(frame[ID_COLUMN].to_list())
     lacking = [sid for sid in kept_ids if sid not in listed]
     if lacking and default is None:
+        # A table that matches no kept sample at all usually holds other ids.
+        unmatched = (
+            f"; none of the table's ids is a kept sample (its first: {frame[ID_COLUMN][0]!r})"
+            if len(lacking) == len(kept_ids) and frame.height
+            else ""
+        )
         raise InputError(
             f"no weight for {len(lacking)} of {len(kept_ids)} kept samples "
-            f"({_some(lacking)}); add them to the table, or pass --weight-default W "
-            "to give them W",
+            f"({_some(lacking)}){unmatched}; add them to the table, or pass "
+            "--weight-default W to give them W",
             path=source,
         )
     if lacking:

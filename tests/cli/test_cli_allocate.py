@@ -198,3 +198,45 @@ def test_filter_weight_and_plan_errors(
         lines = [x for x in result.stderr.splitlines() if x.strip()]
         assert len(lines) == 1 and needle in lines[0], result.stderr
     assert not list(outdir.iterdir())
+
+
+def test_filter_says_how_much_of_the_plan_the_kept_samples_hold(
+    cli: Callable[..., Result], run_dir: Path, outdir: Path, inputs: Path
+) -> None:
+    """A plan over the whole run spends rollouts on samples filter drops: say how many."""
+    plan = outdir / "plan.csv"
+    assert cli("allocate", run_dir, "-b", 120, "-o", plan).exit_code == 0
+    result = cli("filter", run_dir, "-o", outdir / "kept.jsonl", "--plan", plan)
+    assert result.exit_code == 0, result.stderr
+    held = pl.read_ndjson(outdir / "kept.jsonl")["planned_rollouts"].sum()
+    assert 0 < held < 120
+    assert f"plan: the kept samples hold {held} of its 120 rollouts" in result.stdout
+    assert "not in the plan" not in result.stdout
+
+    partial = inputs / "partial.csv"
+    pl.read_csv(plan).filter(pl.col("sample_id") != "q02").write_csv(partial)
+    result = cli("filter", run_dir, "-o", outdir / "kept.jsonl", "--plan", partial)
+    assert result.exit_code == 0, result.stderr
+    assert "note: 1 kept sample(s) are not in the plan (planned_rollouts null)" in result.stdout
+
+
+def test_filter_plan_over_the_kept_samples_only_is_quiet(
+    cli: Callable[..., Result], run_dir: Path, outdir: Path, inputs: Path
+) -> None:
+    plan = inputs / "plan.csv"
+    pl.DataFrame({"sample_id": HIGH_VARIANCE, "planned_rollouts": [4, 5, 6, 7]}).write_csv(plan)
+    result = cli("filter", run_dir, "-o", outdir / "kept.jsonl", "--plan", plan)
+    assert result.exit_code == 0, result.stderr
+    assert "plan:" not in result.stdout and "not in the plan" not in result.stdout
+
+
+def test_mistyped_objective_is_a_usage_error(
+    cli: Callable[..., Result], run_dir: Path, outdir: Path
+) -> None:
+    result = cli("filter", run_dir, "-o", outdir / "kept.jsonl", "--weights", "lgo")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "curate: error: --weights 'lgo' is neither an objective (linear, log, sqrt, arcsin) "
+        "nor a weight table file"
+    )
+    assert not list(outdir.iterdir())

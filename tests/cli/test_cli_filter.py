@@ -353,3 +353,11 @@ def test_trl_output_name_as_help_says(cli, run_dir: Path, outdir: Path) -> None:
         "train.rejects.jsonl",
     ]
     assert (outdir / "train").is_dir()
+
+
+def test_weight_table_of_other_ids_says_so(cli, run_dir: Path, inputs: Path, outdir: Path) -> None:
+    table = write_weights(inputs / "w.csv", ["1", "2"], [1.0, 1.0])
+    result = cli("filter", run_dir, "--weights", table, "-o", outdir / "k.jsonl")
+    assert result.exit_code == 2
+    assert "none of the table's ids is a kept sample (its first: '1')" in result.stderr
+    assert list(outdir.iterdir()) == []
