@@ -1,9 +1,10 @@
-"""Per-sample rollout counts for a training run (seed 003's variance-minimising
-allocation, seed 002's inverse-p allocation), as pure functions frame -> frame;
+"""Per-sample rollout counts for a training run (DynaMO's variance-minimising
+allocation, Reinforce-Ada's inverse-p weight), as pure functions frame -> frame;
 `plan_rollouts` plans a run or score table (what `curate allocate` calls)."""
 
 from curate.allocation.apportion import apportion
 from curate.allocation.plan import (
+    DEFAULT_ZERO_SIGNAL,
     METHODS,
     ZERO_SIGNAL,
     allocate,
@@ -14,6 +15,7 @@ from curate.allocation.plan import (
 from curate.allocation.run import RolloutPlan, plan_rollouts
 
 __all__ = [
+    "DEFAULT_ZERO_SIGNAL",
     "METHODS",
     "ZERO_SIGNAL",
     "RolloutPlan",

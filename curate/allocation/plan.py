@@ -1,17 +1,19 @@
 """A rollout plan for training: how many rollouts each sample gets out of a budget B.
 
     neyman     n_i ~ sqrt(p~_i (1 - p~_i))  minimises sum_i sigma_i^2 / n_i at sum n_i = B
-                                            (seed 003: Bernoulli variance as the proxy)
-    inverse-p  n_i ~ 1 / p~_i               the log objective's implicit weight (seed 002)
+                                            (DynaMO's variance-minimising allocation, with
+                                            the Bernoulli variance as sigma^2)
+    inverse-p  n_i ~ 1 / p~_i               the log objective's implicit weight
+                                            (Reinforce-Ada's non-linear objectives)
     uniform    n_i ~ 1
 
 p~ is the Beta-smoothed pass rate, so a sample seen 0/8 still gets a finite, non-zero
 rate. Samples with zero signal (every observed outcome the same: the gate stayed
-closed) get the minimum (`zero_signal="min"`), leave the plan ("drop"), or are
-allocated like the rest on their smoothed rate ("rate"). Only "rate" minimises the
-variance proxy over all samples: a closed gate in a short pilot does not mean
-sigma = 0, and at the minimum those samples dominate sum sigma^2 / n
-(benchmarks/bench_allocate.py prints by how much).
+closed) are allocated like the rest on their smoothed rate ("rate", the default), get
+the minimum ("min"), or leave the plan ("drop"). Only "rate" minimises the variance
+proxy over all samples: a closed gate in a short pilot does not mean sigma = 0, and at
+the minimum those samples dominate sum sigma^2 / n (benchmarks/bench_allocate.py
+prints by how much, on simulated populations and on real runs).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
 
 METHODS = ("neyman", "inverse-p", "uniform")
 ZERO_SIGNAL = ("min", "drop", "rate")
+DEFAULT_ZERO_SIGNAL = "rate"  # why: benchmarks/bench_allocate.py (min is worse than uniform)
 DEFAULT_MIN_RUNS = 2  # a group needs two rollouts before its outcomes can differ
 PLAN_COLUMNS = (
     "sample_id",
@@ -58,7 +61,7 @@ def allocation_weights(rates: Sequence[float] | np.ndarray, method: str) -> np.n
 
 
 def variance_proxy(sigma2: Sequence[float] | np.ndarray, n: Sequence[int] | np.ndarray) -> float:
-    """sum_i sigma_i^2 / n_i (seed 003): the variance of the averaged gradient estimate,
+    """sum_i sigma_i^2 / n_i (DynaMO's yardstick): the variance of the averaged gradient estimate,
     up to a constant. Samples with no rollouts must have sigma^2 = 0 (they add nothing)."""
     s = np.asarray(sigma2, dtype=float)
     k = np.asarray(n, dtype=float)
@@ -75,7 +78,7 @@ def allocate(
     method: str = "neyman",
     min_runs: int = DEFAULT_MIN_RUNS,
     max_runs: int | None = None,
-    zero_signal: str = "min",
+    zero_signal: str = DEFAULT_ZERO_SIGNAL,
     prior: BetaPrior | None = None,
 ) -> pl.DataFrame:
     """The plan: one row per sample (sorted by id) with `planned_rollouts` summing to `budget`.

@@ -8,7 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from curate.allocation.plan import DEFAULT_MIN_RUNS, allocate, variance_proxy
+from curate.allocation.plan import (
+    DEFAULT_MIN_RUNS,
+    DEFAULT_ZERO_SIGNAL,
+    allocate,
+    variance_proxy,
+)
 from curate.errors import UsageError
 
 if TYPE_CHECKING:
@@ -41,8 +46,9 @@ class RolloutPlan:
         return self.budget / self.frame.height
 
     def variance_ratio(self) -> float:
-        """Seed 003's yardstick on the smoothed rates: the plan's variance proxy
-        sum p~(1-p~)/n against that of spreading the same budget evenly."""
+        """The plan's gradient-variance proxy sum p~(1-p~)/n (DynaMO's yardstick, on the
+        smoothed rates) over that of spreading the same budget evenly over the same
+        samples: below 1 is better than uniform."""
         import numpy as np
 
         counts = self.frame["planned_rollouts"].to_numpy()
@@ -59,10 +65,11 @@ def plan_rollouts(
     method: str = "neyman",
     min_runs: int = DEFAULT_MIN_RUNS,
     max_runs: int | None = None,
-    zero_signal: str = "min",
+    zero_signal: str = DEFAULT_ZERO_SIGNAL,
 ) -> RolloutPlan:
-    """Plan rollouts per sample for training from `run`'s pass rates (seeds 002 and
-    003; see `curate.allocation.plan`), and write the plan to `output` when given
+    """Plan rollouts per sample for training from `run`'s pass rates (DynaMO's
+    variance-minimising allocation, Reinforce-Ada's inverse-p weight or uniform; see
+    `curate.allocation.plan`), and write the plan to `output` when given
     (.jsonl, .parquet or .csv). Bad options fail before anything is read."""
     from curate.analysis import load_analysis
     from curate.store.tables import table_format, write_table

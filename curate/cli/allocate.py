@@ -12,6 +12,9 @@ import typer
 from curate.cli.errors import handle_errors
 from curate.cli.options import RunArg
 
+# A panel of its own keeps the long choice lists from squeezing the other help texts.
+HOW = "How rollouts are shared"
+
 
 class Method(StrEnum):
     neyman = "neyman"
@@ -25,6 +28,10 @@ class ZeroSignal(StrEnum):
     rate = "rate"
 
 
+# curate.allocation.DEFAULT_ZERO_SIGNAL (not imported: it would load numpy for --help).
+DEFAULT_RULE = ZeroSignal.rate
+
+
 @handle_errors
 def allocate(
     run: RunArg,
@@ -33,6 +40,7 @@ def allocate(
         typer.Option(
             "--budget",
             "-b",
+            metavar="B",
             help="Total rollouts to hand out (the plan sums to it exactly).",
             show_default=False,
         ),
@@ -40,39 +48,73 @@ def allocate(
     output: Annotated[
         Path,
         typer.Option(
-            "--output", "-o", help="The plan: .jsonl, .parquet or .csv.", show_default=False
+            "--output",
+            "-o",
+            metavar="PLAN",
+            help="The plan: .jsonl, .parquet or .csv.",
+            show_default=False,
         ),
     ],
     method: Annotated[
         Method,
         typer.Option(
-            help="neyman: n ~ sqrt(p(1-p)), least gradient variance; inverse-p: n ~ 1/p, "
-            "the log objective; uniform: n equal (p is the smoothed pass rate)."
+            metavar="METHOD",
+            help="neyman: n ~ sqrt(p(1-p)), DynaMO's variance-minimising allocation; "
+            "inverse-p: n ~ 1/p, the log objective's weight (Reinforce-Ada); uniform: n "
+            "equal. p is the smoothed pass rate.",
+            rich_help_panel=HOW,
         ),
     ] = Method.neyman,
+    zero_signal: Annotated[
+        ZeroSignal | None,
+        typer.Option(
+            metavar="RULE",
+            help="Samples whose outcomes were all the same. rate: like the rest, on their "
+            "smoothed pass rate (a short pilot often sees no variance where the true rate "
+            "is not 0 or 1; with neyman, rate gave the least gradient variance in every "
+            "benchmark); "
+            "min: --min-runs each; drop: left out "
+            f"\\[default: {DEFAULT_RULE.value}].",
+            show_default=False,
+            rich_help_panel=HOW,
+        ),
+    ] = None,  # None: not given, so --drop-zero-signal does not contradict it
+    drop_zero_signal: Annotated[
+        bool,
+        # A bare flag: its --no- form would mean nothing but the default.
+        typer.Option("--drop-zero-signal", help="Same as --zero-signal drop.", rich_help_panel=HOW),
+    ] = False,
     min_runs: Annotated[
-        int, typer.Option(help="Fewest rollouts per sample (zero-signal samples get this).")
+        int,
+        typer.Option(
+            metavar="N",
+            help="Fewest rollouts per sample (--zero-signal min gives them this).",
+            rich_help_panel=HOW,
+        ),
     ] = 2,
     max_runs: Annotated[
         int | None,
-        typer.Option(help="Most rollouts per sample (default: no limit).", show_default=False),
-    ] = None,
-    zero_signal: Annotated[
-        ZeroSignal,
         typer.Option(
-            help="Samples whose outcomes were all the same: min gives them --min-runs, drop "
-            "leaves them out, rate allocates them like the rest on their smoothed pass rate "
-            "(the least gradient variance when their true rate is not 0 or 1).",
+            metavar="N",
+            help="Most rollouts per sample \\[default: no limit].",
+            show_default=False,
+            rich_help_panel=HOW,
         ),
-    ] = ZeroSignal.min,
-    drop_zero_signal: Annotated[bool, typer.Option(help="Same as --zero-signal drop.")] = False,
+    ] = None,
 ) -> None:
-    """Plan rollouts per sample for training from a run's pass rates (seeds 002 and 003)."""
+    """Plan rollouts per sample for training from a run's pass rates.
+
+    Methods: DynaMO's variance-minimising allocation (neyman), Reinforce-Ada's
+    inverse-p weight for the log objective, or uniform. The summary compares the
+    plan's gradient-variance proxy, sum p(1-p)/n on the smoothed pass rates, with
+    spreading the same budget evenly: lower is better.
+    """
     from curate.allocation import plan_rollouts
     from curate.errors import UsageError
 
-    if drop_zero_signal and zero_signal not in (ZeroSignal.min, ZeroSignal.drop):
+    if drop_zero_signal and zero_signal not in (None, ZeroSignal.drop):
         raise UsageError(f"--drop-zero-signal contradicts --zero-signal {zero_signal.value}")
+    rule = ZeroSignal.drop if drop_zero_signal else (zero_signal or DEFAULT_RULE)
     plan = plan_rollouts(
         run,
         budget,
@@ -80,18 +122,26 @@ def allocate(
         method=method.value,
         min_runs=min_runs,
         max_runs=max_runs,
-        zero_signal="drop" if drop_zero_signal else zero_signal.value,
+        zero_signal=rule.value,
     )
     counts = plan.frame["planned_rollouts"].to_numpy()
     print(
         f"planned {int(counts.sum())} rollouts over {plan.frame.height} samples "
         f"({plan.method}; {counts.min()} to {counts.max()} per sample) -> {output}"
     )
+    zero = int(plan.frame["zero_signal"].sum())
     if plan.at_minimum:
         print(f"  {plan.at_minimum} zero-signal sample(s) at --min-runs {min_runs}")
+    elif zero:
+        print(f"  {zero} zero-signal sample(s) allocated on their smoothed pass rate")
     if plan.left_out:
-        print(f"  {plan.left_out} sample(s) left out (zero signal)")
+        print(f"  {plan.left_out} zero-signal sample(s) left out")
+    over = f" over the same {plan.frame.height} samples" if plan.left_out else ""
     print(
-        f"  variance proxy sum p~(1-p~)/n: {plan.variance_ratio():.3f}x that of "
-        f"{plan.even_share:.1f} per sample"
+        f"  gradient-variance proxy sum p(1-p)/n: {plan.variance_ratio():.3f}x of uniform "
+        f"allocation{over} at the same budget (lower is better)"
     )
+    if plan.method == "inverse-p":
+        # It aims at the log objective, not at this proxy: say so before a user reads
+        # a figure above 1 as a fault.
+        print("  (inverse-p weighs hard samples up for the log objective, not for this proxy)")

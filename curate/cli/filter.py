@@ -3,6 +3,7 @@ options, call `curate.filtering.filter_run`, report what was written."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +11,12 @@ import typer
 
 from curate.cli.errors import handle_errors
 from curate.cli.options import GroupSizeOpt, RunArg, ThresholdOpt
+
+# Panels keep each table's option and metavar columns narrow enough for 80 columns.
+SELECT = "Which samples"
+FORMATS = "Trainer formats (prompts and answers)"
+INPUT = "Bare score tables"
+COLUMNS = "Extra columns"
 
 
 @handle_errors
@@ -20,111 +27,185 @@ def filter_samples(
         typer.Option(
             "--output",
             "-o",
-            help="Kept samples: a file (.jsonl or .parquet), or for --format trl a directory.",
+            metavar="OUT",
+            help="Where the kept samples go (what to name it: see above); the rejects go "
+            "beside it.",
             show_default=False,
         ),
     ],
-    keep: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--keep",
-            help="Categories to keep (repeatable): high-variance, low-variance, mixed, "
-            "always-correct, always-incorrect, all.",
-        ),
-    ] = None,
-    pass_rate: Annotated[
-        str | None,
-        typer.Option("--pass-rate", help="Also require LO <= pass rate <= HI, e.g. 0.1:0.9."),
-    ] = None,
-    data: Annotated[
-        Path | None,
-        typer.Option(
-            "--data",
-            help="Original samples (for a bare score table): their fields are written out.",
-        ),
-    ] = None,
-    split: Annotated[
-        str | None,
-        typer.Option(
-            help="Split of a saved DatasetDict (or of a Parquet shard directory) given as "
-            "--data, e.g. train.",
-            show_default=False,
-        ),
-    ] = None,
-    id_field: Annotated[
-        str | None,
-        typer.Option(help="Id column in --data matching sample_id (default: sample_id, else id)."),
-    ] = None,
     format: Annotated[
         str | None,
         typer.Option(
             "--format",
             "-f",
+            metavar="NAME",
             help="jsonl, parquet, verl, trl, openrlhf or openai-rft "
-            "\\[default: jsonl or parquet, from the output's suffix].",
+            "\\[default: jsonl or parquet, from OUT's suffix].",
             show_default=False,
+        ),
+    ] = None,
+    keep: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--keep",
+            metavar="CATEGORY",
+            help="Categories to keep (repeatable): high-variance, low-variance, mixed, "
+            "always-correct, always-incorrect, all \\[default: high-variance].",
+            show_default=False,
+            rich_help_panel=SELECT,
+        ),
+    ] = None,
+    pass_rate: Annotated[
+        str | None,
+        typer.Option(
+            "--pass-rate",
+            metavar="LO:HI",
+            help="Also require LO <= pass rate <= HI, e.g. 0.1:0.9.",
+            show_default=False,
+            rich_help_panel=SELECT,
         ),
     ] = None,
     stats: Annotated[
         bool,
         typer.Option(
             help="Carry the per-sample statistics (pass rate, smoothed pass rate, variance, "
-            "rollout count) into the export."
+            "rollout count) into the export.",
+            rich_help_panel=COLUMNS,
         ),
     ] = True,
     weights: Annotated[
         str | None,
         typer.Option(
-            help="Per-sample weights to carry: an objective, linear|log|sqrt|arcsin "
+            metavar="WEIGHTS",
+            help="Per-sample weights to carry: an objective, linear, log, sqrt or arcsin "
             "(w = f'(p) on the smoothed pass rate, mean 1 over the kept samples), or a "
-            "table with columns sample_id and weight.",
+            "table with columns sample_id and weight that covers every kept sample.",
             show_default=False,
+            rich_help_panel=COLUMNS,
+        ),
+    ] = None,
+    weight_default: Annotated[
+        float | None,
+        typer.Option(
+            metavar="W",
+            help="Weight for kept samples the --weights table lacks (without it, such a "
+            "table is refused).",
+            show_default=False,
+            rich_help_panel=COLUMNS,
         ),
     ] = None,
     weight_delta: Annotated[
         float,
-        typer.Option(help="Objective weights: clip the smoothed pass rate to delta..1-delta."),
+        typer.Option(
+            metavar="DELTA",
+            help="Objective weights: clip the smoothed pass rate to DELTA..1-DELTA.",
+            rich_help_panel=COLUMNS,
+        ),
     ] = 0.05,
+    weight_column: Annotated[
+        str,
+        typer.Option(
+            metavar="NAME",
+            help="Name of the weight column in the export.",
+            rich_help_panel=COLUMNS,
+        ),
+    ] = "weight",
     plan: Annotated[
         Path | None,
         typer.Option(
+            metavar="PLAN",
             help="A rollout plan from `curate allocate`: adds its planned_rollouts column.",
             show_default=False,
-        ),
-    ] = None,
-    weight_column: Annotated[
-        str, typer.Option(help="Name of the weight column in the export.")
-    ] = "weight",
-    data_source: Annotated[
-        str | None,
-        typer.Option(
-            help="data_source of verl/OpenRLHF rows \\[default: the input's data_source column, "
-            "else the data set's file name].",
-            show_default=False,
+            rich_help_panel=COLUMNS,
         ),
     ] = None,
     prompt_field: Annotated[
         str | None,
-        typer.Option(help="Prompt column \\[default: as `curate eval` chose].", show_default=False),
+        typer.Option(
+            metavar="FIELD",
+            help="Prompt column \\[default: as `curate eval` chose].",
+            show_default=False,
+            rich_help_panel=FORMATS,
+        ),
     ] = None,
     answer_field: Annotated[
         str | None,
         typer.Option(
+            metavar="FIELD",
             help="Reference answer column, or STRUCT.FIELD \\[default: as `curate eval` chose].",
             show_default=False,
+            rich_help_panel=FORMATS,
         ),
     ] = None,
     template: Annotated[
-        str | None, typer.Option(help="Prompt template over fields.", show_default=False)
+        str | None,
+        typer.Option(
+            metavar="TEXT",
+            help="Prompt template over fields \\[default: as `curate eval` chose].",
+            show_default=False,
+            rich_help_panel=FORMATS,
+        ),
     ] = None,
     system: Annotated[
         str | None,
-        typer.Option(help="System prompt \\[default: the run's].", show_default=False),
+        typer.Option(
+            metavar="TEXT",
+            help="System prompt \\[default: the run's].",
+            show_default=False,
+            rich_help_panel=FORMATS,
+        ),
+    ] = None,
+    data_source: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME",
+            help="data_source of verl/OpenRLHF rows \\[default: the input's data_source "
+            "column, else the data set's file name].",
+            show_default=False,
+            rich_help_panel=FORMATS,
+        ),
+    ] = None,
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            "--data",
+            metavar="SAMPLES",
+            help="The original samples of a bare score table: their fields are written out.",
+            show_default=False,
+            rich_help_panel=INPUT,
+        ),
+    ] = None,
+    split: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME",
+            help="Split of a saved DatasetDict (or of a Parquet shard directory) given as "
+            "--data, e.g. train.",
+            show_default=False,
+            rich_help_panel=INPUT,
+        ),
+    ] = None,
+    id_field: Annotated[
+        str | None,
+        typer.Option(
+            metavar="FIELD",
+            help="Id column in --data matching sample_id \\[default: sample_id, else id].",
+            show_default=False,
+            rich_help_panel=INPUT,
+        ),
     ] = None,
     threshold: ThresholdOpt = 0.01,
     group_size: GroupSizeOpt = 8,
 ) -> None:
-    """Keep the samples with learning signal; write the rest beside them with a drop_reason."""
+    """Keep the samples with learning signal; write the rest beside them with a drop_reason.
+
+    What to name OUT (-o), by --format:
+      jsonl, openrlhf, openai-rft: a file, e.g. -o runs/x/train.jsonl
+      parquet, verl: a file, e.g. -o runs/x/train.parquet
+      trl: a name without a suffix: -o runs/x/train writes the directory
+        runs/x/train/ (for datasets.load_from_disk) and runs/x/train.parquet
+    The rejects go beside OUT: train.rejects.jsonl (.parquet for a .parquet OUT).
+    """
     from curate.filtering import filter_run
 
     result = filter_run(
@@ -139,6 +220,7 @@ def filter_samples(
         stats=stats,
         weights=weights,
         weight_delta=weight_delta,
+        weight_default=weight_default,
         plan=plan,
         weight_column=weight_column,
         data_source=data_source,
@@ -152,6 +234,24 @@ def filter_samples(
     where = " and ".join(str(p) for p in result.paths)
     label = "" if result.format in ("jsonl", "parquet") else f" ({result.format})"
     print(f"kept {result.kept} of {result.total} samples -> {where}{label}")
+    if result.weights_filled:
+        # On stderr: a filled weight is a decision the user made, worth seeing in a log.
+        print(
+            f"note: {result.weights_filled} of {result.kept} kept samples had no weight "
+            f"in {weights}; gave them --weight-default {weight_default:g}",
+            file=sys.stderr,
+        )
+    if result.plan_total is not None and result.plan_kept != result.plan_total:
+        # A plan over the whole run spends part of its budget on samples dropped here.
+        print(
+            f"plan: the kept samples hold {result.plan_kept} of its {result.plan_total} "
+            "rollouts; the rest are planned for samples not kept"
+        )
+    if result.plan_missing:
+        print(
+            f"note: {result.plan_missing} kept sample(s) are not in the plan "
+            "(planned_rollouts null)"
+        )
     for note in result.notes:
         print(note)
     if result.dropped:

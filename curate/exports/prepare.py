@@ -64,6 +64,17 @@ def default_data_source(
     return Path(str(path).rstrip("/")).stem or DEFAULT_DATA_SOURCE
 
 
+def require_weight_columns(weights: pl.DataFrame, *, source: object = None) -> None:
+    """InputError naming `source` unless `weights` has columns sample_id and weight."""
+    missing = [c for c in (WEIGHTS_ID, WEIGHTS_VALUE) if c not in weights.columns]
+    if missing:
+        raise InputError(
+            f"weights need columns {WEIGHTS_ID} and {WEIGHTS_VALUE} "
+            f"(missing {', '.join(missing)}; have: {', '.join(weights.columns)})",
+            path=source,
+        )
+
+
 def join_weights(
     rows: pl.DataFrame,
     weights: pl.DataFrame | None,
@@ -80,13 +91,7 @@ def join_weights(
 
     if weights is None:
         return rows
-    missing = [c for c in (WEIGHTS_ID, WEIGHTS_VALUE) if c not in weights.columns]
-    if missing:
-        raise InputError(
-            f"weights need columns {WEIGHTS_ID} and {WEIGHTS_VALUE} "
-            f"(missing {', '.join(missing)}; have: {', '.join(weights.columns)})",
-            path=source,
-        )
+    require_weight_columns(weights, source=source)
     if column in rows.columns:
         raise UsageError(
             f"the samples already have a column '{column}'; name the weight column "

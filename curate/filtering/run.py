@@ -39,6 +39,10 @@ class FilterResult:
     scored: int  # samples in the scores
     drop_reasons: list[tuple[str, int]] = field(default_factory=list)  # most common first
     notes: list[str] = field(default_factory=list)
+    weights_filled: int = 0  # kept samples a weight table lacked, given `weight_default`
+    plan_total: int | None = None  # rollouts in the whole plan, when one was joined
+    plan_kept: int = 0  # of those, planned for the kept samples
+    plan_missing: int = 0  # kept samples the plan does not list (planned_rollouts null)
 
     @property
     def dropped(self) -> int:
@@ -63,6 +67,7 @@ def filter_run(
     stats: bool = True,
     weights: str | os.PathLike[str] | None = None,
     weight_delta: float = 0.05,
+    weight_default: float | None = None,
     plan: str | os.PathLike[str] | None = None,
     weight_column: str = "weight",
     data_source: str | None = None,
@@ -80,7 +85,8 @@ def filter_run(
 
     `data` gives the original samples of a bare score table (`split`, `id_field` pick
     them out); `weights` is an objective (linear|log|sqrt|arcsin) or a table of
-    sample_id, weight; `plan` is a plan from `plan_rollouts`. Bad options fail before
+    sample_id, weight that must cover every kept sample, unless `weight_default` fills
+    the ones it lacks; `plan` is a plan from `plan_rollouts`. Bad options fail before
     the scores are read.
     """
     from contextlib import ExitStack
@@ -101,6 +107,7 @@ def filter_run(
         write_export,
     )
     from curate.filtering.select import attach_fields, decide
+    from curate.filtering.weights import check_weight_default, table_weights
     from curate.stats.weights import OBJECTIVES, check_objective, weight_table
     from curate.store.atomic import atomic_path
     from curate.store.tables import read_table
@@ -130,6 +137,13 @@ def filter_run(
     if objective is not None:
         check_objective(objective, weight_delta)
     weights_path = Path(weights) if weights is not None and objective is None else None
+    if weights_path is not None and not weights_path.exists() and not weights_path.suffix:
+        # Not a file and not a table's name either: most likely a mistyped objective.
+        raise UsageError(
+            f"--weights '{weights}' is neither an objective ({', '.join(OBJECTIVES)}) "
+            "nor a weight table file"
+        )
+    check_weight_default(weight_default, table=weights_path is not None, given=weights is not None)
     weight_frame = read_table(weights_path) if weights_path is not None else None
     plan_path = Path(plan) if plan is not None else None
     plan_frame = read_table(plan_path) if plan_path is not None else None
@@ -139,10 +153,21 @@ def filter_run(
     rows = attach_fields(decisions, samples, id_field=id_field, source=data or run)
     kept = rows.filter(pl.col("kept")).drop("kept", "drop_reason")
     dropped = rows.filter(~pl.col("kept")).drop("kept")
+    filled = 0
     if objective is not None:
         weight_frame = weight_table(kept, objective, weight_delta)
+    elif weight_frame is not None:
+        checked = table_weights(
+            weight_frame,
+            kept["sample_id"].cast(pl.String).to_list(),
+            default=weight_default,
+            source=weights_path,
+        )
+        weight_frame, filled = checked.frame, checked.filled
+    plan_total = None
     if plan_frame is not None:
         kept = join_plan(kept, plan_frame, source=plan_path)
+        plan_total = int(plan_frame["planned_rollouts"].cast(pl.Int64).sum())
 
     manifest = loaded.manifest or {}
     origin = data or run
@@ -185,6 +210,10 @@ def filter_run(
         scored=loaded.per_sample.height,
         drop_reasons=[(str(reason), int(count)) for reason, count in reasons.rows()],
         notes=list(written.notes),
+        weights_filled=filled,
+        plan_total=plan_total,
+        plan_kept=int(kept["planned_rollouts"].sum()) if plan_total is not None else 0,
+        plan_missing=kept["planned_rollouts"].null_count() if plan_total is not None else 0,
     )
 
 

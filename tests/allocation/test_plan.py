@@ -6,7 +6,13 @@ import numpy as np
 import polars as pl
 import pytest
 
-from curate.allocation import allocate, allocation_weights, join_plan, variance_proxy
+from curate.allocation import (
+    DEFAULT_ZERO_SIGNAL,
+    allocate,
+    allocation_weights,
+    join_plan,
+    variance_proxy,
+)
 from curate.errors import InputError, UsageError
 from curate.stats import sample_stats
 from tests.conftest import long_frame
@@ -37,7 +43,9 @@ def test_weights_by_method() -> None:
 @pytest.mark.parametrize("method", ["neyman", "inverse-p", "uniform"])
 @pytest.mark.parametrize("budget", [10, 37, 100, 1001])
 def test_plan_sums_to_budget_within_bounds(method: str, budget: int) -> None:
-    plan = allocate(_per_sample(SCORES), budget, method=method, min_runs=2, max_runs=None)
+    plan = allocate(
+        _per_sample(SCORES), budget, method=method, min_runs=2, max_runs=None, zero_signal="min"
+    )
     assert plan["planned_rollouts"].sum() == budget
     assert plan["planned_rollouts"].min() >= 2
     zero = plan.filter(pl.col("zero_signal"))
@@ -75,6 +83,22 @@ def test_max_runs_caps_and_drop_zero_signal_removes() -> None:
 def test_plan_errors(kwargs: dict[str, object], needle: str) -> None:
     with pytest.raises(UsageError, match=needle):
         allocate(_per_sample(SCORES), **kwargs)  # type: ignore[arg-type]
+
+
+def test_rate_is_the_default_zero_signal_rule() -> None:
+    """The default serves the variance proxy: `min` is worse than uniform on it
+    (benchmarks/bench_allocate.py), so `rate` is what a bare call does."""
+    ps = _per_sample(SCORES)
+    assert DEFAULT_ZERO_SIGNAL == "rate"
+    assert allocate(ps, 200).equals(allocate(ps, 200, zero_signal="rate"))
+    sigma2 = ps.sort("sample_id")["smoothed_pass_rate"].to_numpy()
+    sigma2 = sigma2 * (1 - sigma2)
+    uniform = variance_proxy(sigma2, np.full(sigma2.size, 40))
+    by_rule = {
+        rule: variance_proxy(sigma2, allocate(ps, 200, zero_signal=rule)["planned_rollouts"])
+        for rule in ("min", "rate")
+    }
+    assert by_rule["rate"] <= uniform < by_rule["min"]
 
 
 def test_zero_signal_by_rate_allocates_them_like_the_rest() -> None:

@@ -19,7 +19,7 @@ def test_allocate_writes_a_plan_summing_to_the_budget(
     cli: Callable[..., Result], run_dir: Path, outdir: Path, suffix: str
 ) -> None:
     out = outdir / f"plan.{suffix}"
-    result = cli("allocate", run_dir, "--budget", 100, "-o", out)
+    result = cli("allocate", run_dir, "--budget", 100, "--zero-signal", "min", "-o", out)
     assert result.exit_code == 0, result.stderr
     assert "planned 100 rollouts over 12 samples" in result.stdout
     assert "7 zero-signal sample(s) at --min-runs 2" in result.stdout
@@ -48,7 +48,9 @@ def test_allocate_methods_and_drop(cli: Callable[..., Result], run_dir: Path, ou
         out,
     )
     assert result.exit_code == 0, result.stderr
-    assert "7 sample(s) left out (zero signal)" in result.stdout
+    assert "7 zero-signal sample(s) left out" in result.stdout
+    assert "x of uniform allocation over the same 5 samples at the same budget" in result.stdout
+    assert "inverse-p weighs hard samples up for the log objective" in result.stdout
     plan = pl.read_ndjson(out)
     assert sorted(plan["sample_id"]) == sorted([*HIGH_VARIANCE, "q12"])
     counts = dict(plan.select("sample_id", "planned_rollouts").rows())
@@ -65,6 +67,7 @@ def test_allocate_methods_and_drop(cli: Callable[..., Result], run_dir: Path, ou
         (["--budget", "50", "--min-runs", "-1"], "--min-runs must be at least 0"),
         (["--budget", "50", "--min-runs", "3", "--max-runs", "2"], "--max-runs 2 is below"),
         (["--budget", "50", "--drop-zero-signal", "--zero-signal", "rate"], "contradicts"),
+        (["--budget", "50", "--drop-zero-signal", "--zero-signal", "min"], "contradicts"),
     ],
 )
 def test_allocate_errors_are_one_line_exit_2(
@@ -83,10 +86,50 @@ def test_allocate_zero_signal_by_rate(
     out = outdir / "plan.parquet"
     result = cli("allocate", run_dir, "-b", 120, "--zero-signal", "rate", "-o", out)
     assert result.exit_code == 0, result.stderr
-    assert "zero-signal" not in result.stdout
+    assert "7 zero-signal sample(s) allocated on their smoothed pass rate" in result.stdout
     plan = pl.read_parquet(out)
     assert plan["planned_rollouts"].sum() == 120
     assert plan.filter(pl.col("zero_signal"))["planned_rollouts"].min() > 2
+
+
+def _proxy_ratio(stdout: str) -> float:
+    """The figure of the summary's comparison line."""
+    line = next(x for x in stdout.splitlines() if "gradient-variance proxy" in x)
+    assert line.endswith("x of uniform allocation at the same budget (lower is better)"), line
+    return float(line.split(": ")[1].split("x of")[0])
+
+
+def test_allocate_default_is_rate_and_beats_uniform(
+    cli: Callable[..., Result], run_dir: Path, outdir: Path
+) -> None:
+    """The default rule gives neyman a proxy below uniform's; min's is above it."""
+    default = cli("allocate", run_dir, "-b", 120, "-o", outdir / "default.csv")
+    rate = cli("allocate", run_dir, "-b", 120, "--zero-signal", "rate", "-o", outdir / "rate.csv")
+    pinned = cli("allocate", run_dir, "-b", 120, "--zero-signal", "min", "-o", outdir / "min.csv")
+    for result in (default, rate, pinned):
+        assert result.exit_code == 0, result.stderr
+    assert (outdir / "default.csv").read_bytes() == (outdir / "rate.csv").read_bytes()
+    assert _proxy_ratio(default.stdout) < 1.0 < _proxy_ratio(pinned.stdout)
+    uniform = cli("allocate", run_dir, "-b", 120, "--method", "uniform", "-o", outdir / "u.csv")
+    assert _proxy_ratio(uniform.stdout) == pytest.approx(1.0)
+
+
+def test_allocate_cli_default_matches_the_library() -> None:
+    from curate.allocation import DEFAULT_ZERO_SIGNAL
+    from curate.cli.allocate import DEFAULT_RULE
+
+    assert DEFAULT_RULE.value == DEFAULT_ZERO_SIGNAL
+
+
+def test_drop_zero_signal_flag_alone_and_with_drop(
+    cli: Callable[..., Result], run_dir: Path, outdir: Path
+) -> None:
+    for extra in ([], ["--zero-signal", "drop"]):
+        result = cli(
+            "allocate", run_dir, "-b", 50, "--drop-zero-signal", *extra, "-o", outdir / "p.csv"
+        )
+        assert result.exit_code == 0, result.stderr
+        assert pl.read_csv(outdir / "p.csv").height == 5
 
 
 def test_allocate_input_errors(cli: Callable[..., Result], run_dir: Path, outdir: Path) -> None:
@@ -106,6 +149,19 @@ def test_allocate_help_lists_methods(cli: Callable[..., Result]) -> None:
     result = cli("allocate", "--help")
     assert result.exit_code == 0
     assert "neyman" in result.stdout and "inverse-p" in result.stdout
+
+
+def test_allocate_help_at_80_columns(run_curate) -> None:  # type: ignore[no-untyped-def]
+    """Every option name whole, every default shown, and no seed-number wording."""
+    proc = run_curate("allocate", "--help", env={"COLUMNS": "80", "TERM": "dumb"})
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    assert max(len(line) for line in text.splitlines()) <= 80
+    for name in ("--budget", "--output", "--method", "--zero-signal", "--drop-zero-signal"):
+        assert name in text
+    assert "--min-runs" in text and "--max-runs" in text and "…" not in text
+    assert "[default: rate]" in text and "[default: neyman]" in text and "[default: 2]" in text
+    assert "lower is better" in text and "seed" not in text.lower()
 
 
 def test_filter_joins_the_plan_and_weights(
@@ -141,4 +197,46 @@ def test_filter_weight_and_plan_errors(
         assert result.exit_code == 2, (extra, result.stdout)
         lines = [x for x in result.stderr.splitlines() if x.strip()]
         assert len(lines) == 1 and needle in lines[0], result.stderr
+    assert not list(outdir.iterdir())
+
+
+def test_filter_says_how_much_of_the_plan_the_kept_samples_hold(
+    cli: Callable[..., Result], run_dir: Path, outdir: Path, inputs: Path
+) -> None:
+    """A plan over the whole run spends rollouts on samples filter drops: say how many."""
+    plan = outdir / "plan.csv"
+    assert cli("allocate", run_dir, "-b", 120, "-o", plan).exit_code == 0
+    result = cli("filter", run_dir, "-o", outdir / "kept.jsonl", "--plan", plan)
+    assert result.exit_code == 0, result.stderr
+    held = pl.read_ndjson(outdir / "kept.jsonl")["planned_rollouts"].sum()
+    assert 0 < held < 120
+    assert f"plan: the kept samples hold {held} of its 120 rollouts" in result.stdout
+    assert "not in the plan" not in result.stdout
+
+    partial = inputs / "partial.csv"
+    pl.read_csv(plan).filter(pl.col("sample_id") != "q02").write_csv(partial)
+    result = cli("filter", run_dir, "-o", outdir / "kept.jsonl", "--plan", partial)
+    assert result.exit_code == 0, result.stderr
+    assert "note: 1 kept sample(s) are not in the plan (planned_rollouts null)" in result.stdout
+
+
+def test_filter_plan_over_the_kept_samples_only_is_quiet(
+    cli: Callable[..., Result], run_dir: Path, outdir: Path, inputs: Path
+) -> None:
+    plan = inputs / "plan.csv"
+    pl.DataFrame({"sample_id": HIGH_VARIANCE, "planned_rollouts": [4, 5, 6, 7]}).write_csv(plan)
+    result = cli("filter", run_dir, "-o", outdir / "kept.jsonl", "--plan", plan)
+    assert result.exit_code == 0, result.stderr
+    assert "plan:" not in result.stdout and "not in the plan" not in result.stdout
+
+
+def test_mistyped_objective_is_a_usage_error(
+    cli: Callable[..., Result], run_dir: Path, outdir: Path
+) -> None:
+    result = cli("filter", run_dir, "-o", outdir / "kept.jsonl", "--weights", "lgo")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "curate: error: --weights 'lgo' is neither an objective (linear, log, sqrt, arcsin) "
+        "nor a weight table file"
+    )
     assert not list(outdir.iterdir())

@@ -185,3 +185,179 @@ def test_filter_split_needs_data(cli, run_dir: Path, outdir: Path) -> None:
     assert result.exit_code == 2
     assert "--split picks a split of --data" in result.stderr
     assert list(outdir.iterdir()) == []
+
+
+# --weights TABLE: every kept sample needs a weight, or an explicit --weight-default.
+
+
+def write_weights(path: Path, ids: list[str], weights: list[object]) -> Path:
+    pl.DataFrame({"sample_id": ids, "weight": weights}, strict=False).write_csv(path)
+    return path
+
+
+def test_partial_weight_table_is_refused_and_nothing_written(
+    cli, run_dir: Path, inputs: Path, outdir: Path
+) -> None:
+    table = write_weights(inputs / "w.csv", ["q01", "q05"], [2.0, 3.0])  # q05 is not kept
+    result = cli("filter", run_dir, "--weights", table, "-o", outdir / "kept.jsonl")
+    assert result.exit_code == 2, result.stdout
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"curate: error: {table}: ")
+    assert "no weight for 3 of 4 kept samples (q02, q03, q04)" in lines[0]
+    assert "--weight-default" in lines[0]
+    assert list(outdir.iterdir()) == []
+
+
+def test_partial_weight_table_names_the_first_few(
+    cli, run_dir: Path, inputs: Path, outdir: Path
+) -> None:
+    table = write_weights(inputs / "w.csv", ["q99"], [1.0])
+    result = cli("filter", run_dir, "--keep", "all", "--weights", table, "-o", outdir / "k.jsonl")
+    assert result.exit_code == 2
+    assert "no weight for 12 of 12 kept samples (q01, q02, q03, q04, q05, ...)" in result.stderr
+    assert list(outdir.iterdir()) == []
+
+
+def test_weight_default_fills_the_gaps_and_says_so(
+    cli, run_dir: Path, inputs: Path, outdir: Path
+) -> None:
+    table = write_weights(inputs / "w.csv", ["q01", "q03"], [2.0, 0.0])
+    out = outdir / "kept.jsonl"
+    result = cli("filter", run_dir, "--weights", table, "--weight-default", "1", "-o", out)
+    assert result.exit_code == 0, result.stderr
+    by = dict(read(out).select("sample_id", "weight").rows())
+    assert by == {"q01": 2.0, "q02": 1.0, "q03": 0.0, "q04": 1.0}
+    assert f"2 of 4 kept samples had no weight in {table}; gave them --weight-default 1" in (
+        result.stderr
+    )
+    assert "--weight-default" not in result.stdout  # the note is on stderr
+
+
+def test_full_weight_table_needs_no_default(cli, run_dir: Path, inputs: Path, outdir: Path) -> None:
+    # A repeated sample with the same weight is fine; rows for dropped samples too.
+    ids = [*HIGH_VARIANCE, "q01", "q08"]
+    table = write_weights(inputs / "w.csv", ids, [1.0, 2.0, 3.0, 4.0, 1.0, 9.0])
+    out = outdir / "kept.jsonl"
+    result = cli("filter", run_dir, "--weights", table, "-o", out)
+    assert result.exit_code == 0, result.stderr
+    assert read(out)["weight"].to_list() == [1.0, 2.0, 3.0, 4.0]
+    assert result.stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("ids", "weights", "needle"),
+    [
+        (["q01", "q01"], [1.0, 2.0], "more than once with different weights (first: 'q01': 1, 2)"),
+        (["q01", "q02"], ["1.5", "heavy"], "1 weight(s) are not finite numbers >= 0 "),
+        (["q01", "q02"], [1.0, float("nan")], "(first: sample 'q02' has nan)"),
+        (["q01", "q02"], [1.0, -0.5], "(first: sample 'q02' has -0.5)"),
+        (["q01", "q02"], [1.0, float("inf")], "(first: sample 'q02' has inf)"),
+        (["q01", "q02"], [1.0, None], "(first: sample 'q02' has an empty cell)"),
+    ],
+)
+def test_bad_weight_tables_are_one_line_exit_2(
+    cli, run_dir: Path, inputs: Path, outdir: Path, ids, weights, needle: str
+) -> None:
+    table = write_weights(inputs / "w.csv", ids, weights)
+    result = cli(
+        "filter", run_dir, "--weights", table, "--weight-default", "1", "-o", outdir / "k.jsonl"
+    )
+    assert result.exit_code == 2, result.stdout
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and needle in lines[0], result.stderr
+    assert str(table) in lines[0]
+    assert list(outdir.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--weight-default", "1"], "--weight-default fills gaps in a --weights table"),
+        (["--weights", "log", "--weight-default", "1"], "an objective"),
+        (["--weights", "TABLE", "--weight-default", "-1"], "finite number >= 0 (got -1.0)"),
+        (["--weights", "TABLE", "--weight-default", "nan"], "finite number >= 0 (got nan)"),
+    ],
+)
+def test_weight_default_usage_errors(
+    cli, run_dir: Path, inputs: Path, outdir: Path, args: list[str], needle: str
+) -> None:
+    table = write_weights(inputs / "w.csv", ["q01"], [1.0])
+    args = [str(table) if a == "TABLE" else a for a in args]
+    result = cli("filter", run_dir, *args, "-o", outdir / "k.jsonl")
+    assert result.exit_code == 2, result.stdout
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and needle in lines[0], result.stderr
+    assert list(outdir.iterdir()) == []
+
+
+def test_partial_weight_table_in_a_real_process(
+    run_curate, run_dir: Path, inputs: Path, outdir: Path
+) -> None:
+    table = write_weights(inputs / "w.csv", ["q01"], [2.0])
+    out = outdir / "kept.parquet"
+    refused = run_curate("filter", run_dir, "--weights", table, "-o", out)
+    assert refused.returncode == 2
+    assert refused.stderr.count("\n") == 1 and "no weight for 3 of 4 kept samples" in refused.stderr
+    assert list(outdir.iterdir()) == []
+    filled = run_curate("filter", run_dir, "--weights", table, "--weight-default", "0.5", "-o", out)
+    assert filled.returncode == 0, filled.stderr
+    assert "3 of 4 kept samples had no weight" in filled.stderr
+    assert pl.read_parquet(out)["weight"].to_list() == [2.0, 0.5, 0.5, 0.5]
+
+
+# --help at 80 columns: the -o forms stated, option names whole, defaults shown.
+
+
+def test_filter_help_at_80_columns(run_curate) -> None:
+    proc = run_curate("filter", "--help", env={"COLUMNS": "80", "TERM": "dumb"})
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "…" not in text  # nothing cut
+    for name in (
+        "--output",
+        "--format",
+        "--keep",
+        "--pass-rate",
+        "--weights",
+        "--weight-default",
+        "--weight-delta",
+        "--weight-column",
+        "--plan",
+        "--no-stats",
+        "--prompt-field",
+        "--answer-field",
+        "--data-source",
+        "--id-field",
+        "--threshold",
+        "--group-size",
+    ):
+        assert name in text, name
+    assert "-o runs/x/train writes the directory" in text
+    assert "runs/x/train/ (for datasets.load_from_disk) and runs/x/train.parquet" in text
+    assert "-o runs/x/train.jsonl" in text and "-o runs/x/train.parquet" in text
+    for default in ("[default: high-variance]", "[default: 0.05]", "[default: weight]"):
+        assert default in text
+    assert "[default: 0.01]" in text and "[default: 8]" in text
+    assert "seed" not in text.lower()
+
+
+def test_trl_output_name_as_help_says(cli, run_dir: Path, outdir: Path) -> None:
+    pytest.importorskip("datasets")
+    result = cli("filter", run_dir, "--format", "trl", "-o", outdir / "train")
+    assert result.exit_code == 0, result.stderr
+    assert sorted(p.name for p in outdir.iterdir()) == [
+        "train",
+        "train.parquet",
+        "train.rejects.jsonl",
+    ]
+    assert (outdir / "train").is_dir()
+
+
+def test_weight_table_of_other_ids_says_so(cli, run_dir: Path, inputs: Path, outdir: Path) -> None:
+    table = write_weights(inputs / "w.csv", ["1", "2"], [1.0, 1.0])
+    result = cli("filter", run_dir, "--weights", table, "-o", outdir / "k.jsonl")
+    assert result.exit_code == 2
+    assert "none of the table's ids is a kept sample (its first: '1')" in result.stderr
+    assert list(outdir.iterdir()) == []

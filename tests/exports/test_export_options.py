@@ -96,13 +96,14 @@ def test_weights_reach_every_format(cli, chat_run, outdir, tmp_path, fmt) -> Non
     given = {sid: 0.25 + i for i, sid in enumerate(want.kept[:-1])}  # the last one has none
     pl.DataFrame({"sample_id": list(given), "weight": list(given.values())}).write_csv(weights)
     out = outdir / OUT_NAME[fmt]
-    args = ("--weights", weights, "--weight-column", "w_obj")
+    args = ("--weights", weights, "--weight-column", "w_obj", "--weight-default", "0.5")
     result = cli("filter", chat_run, "--format", fmt, "-o", out, *args)
     assert result.exit_code == 0, result.stderr
     rows = records(fmt, out)
     assert [r["sample_id"] for r in rows] == want.kept
     for row in rows:
-        assert row["w_obj"] == given.get(row["sample_id"])
+        assert row["w_obj"] == given.get(row["sample_id"], 0.5)
+    assert f"1 of {len(want.kept)} kept samples had no weight" in result.stderr
 
 
 @pytest.mark.parametrize("fmt", list(OUT_NAME))
@@ -129,6 +130,7 @@ def test_bad_weights_are_input_errors(cli, chat_run, outdir, tmp_path) -> None:
     weights.write_text('{"sample_id": "q01", "weight": 1}\n{"sample_id": "q01", "weight": 2}\n')
     result = cli("filter", chat_run, "--weights", weights, "-o", outdir / "k.jsonl")
     assert result.exit_code == 2 and "more than once" in result.stderr
+    weights.write_text('{"sample_id": "q01", "weight": 1}\n')
     result = cli(
         "filter",
         chat_run,
@@ -136,6 +138,8 @@ def test_bad_weights_are_input_errors(cli, chat_run, outdir, tmp_path) -> None:
         weights,
         "--weight-column",
         "question",
+        "--weight-default",
+        "1",
         "-o",
         outdir / "k.jsonl",
     )
