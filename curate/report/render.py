@@ -55,6 +55,7 @@ from curate.stats.dataset import (
     MULTIPLIER_MIN_GAIN,
     ComputeMultiplier,
     DatasetSummary,
+    adds_text,
     points_text,
 )
 from curate.stats.mixed import mixed_label
@@ -154,10 +155,10 @@ def multiplier_lines(m: ComputeMultiplier, high_variance_fraction: float) -> tup
             f"{mixed_label(big)}: {m.recommended_open_fraction:.1%}, "
             f"instead of {m.expected_open_fraction:.1%} at G={g}"
         ]
-    gain = points_text(m.next_gain)
     if m.recommended < MAX_MULTIPLIER or m.next_gain < MULTIPLIER_MIN_GAIN:
-        lines.append(f"groups of {m.next_group_size} would add only {gain}")
+        lines.append(f"groups of {m.next_group_size} {adds_text(m.next_gain)}")
     else:
+        gain = points_text(m.next_gain)
         lines.append(
             f"groups of {m.next_group_size} would still add {gain}: filtering may pay more"
         )

@@ -188,6 +188,11 @@ def points_text(gain: float) -> str:
     return "nothing" if gain < 0.0005 else f"{gain * 100:.1f} points"
 
 
+def adds_text(gain: float) -> str:
+    """What one more step of group size would add: "would add only 1.2 points"."""
+    return "would add nothing" if gain < 0.0005 else f"would add only {points_text(gain)}"
+
+
 def compute_multiplier(
     per_sample: pl.DataFrame,
     group_size: int,
@@ -214,15 +219,15 @@ def compute_multiplier(
     if m == 1:
         reason = (
             f"keep groups of {g}: {now:.1%} of groups are mixed, and groups of {2 * g} "
-            f"would add only {points_text(gain)}"
+            f"{adds_text(gain)}"
         )
     else:
         reason = (
             f"use groups of {g * m} ({m}x the group size of {g}): {then:.1%} of groups would "
             f"be mixed instead of {now:.1%}; "
             + (
-                f"groups of {g * (m + 1)} would add only {points_text(gain)}"
-                if m < MAX_MULTIPLIER
+                f"groups of {g * (m + 1)} {adds_text(gain)}"
+                if m < MAX_MULTIPLIER or gain < MULTIPLIER_MIN_GAIN
                 else f"larger groups still add {points_text(gain)} per {g} more rollouts, "
                 "so filtering out samples that never mix may pay more"
             )

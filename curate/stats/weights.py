@@ -1,4 +1,5 @@
-"""Objective weights: w(p) = f'(p) for a pass-rate objective J_f = E[f(p)] (seed 002).
+"""Objective weights: w(p) = f'(p) for a pass-rate objective J_f = E[f(p)]
+(Reinforce-Ada's objectives).
 
 Choosing f decides which prompts the gradient emphasises:
 
