@@ -99,7 +99,7 @@ def load_scores(path: str | os.PathLike[str]) -> ScoreSource:
         # say so rather than complain about its (missing) format.
         known = path.suffix.lower() in TABLE_SUFFIXES
         raise InputError(
-            "no such file or directory" if known else "no such run directory or file", path=path
+            "no such file or directory" if known else "no such file or run directory", path=path
         )
     if path.is_dir():
         if not is_run_dir(path):
@@ -254,9 +254,10 @@ class ScoreRead(_Origin):
 
         frame: pl.LazyFrame | None = None
         if self.store is not None:
-            samples = self.samples()
-            if samples is not None and {"sample_id", column} <= set(samples.columns):
-                frame = samples.lazy()
+            # Two columns of samples.parquet, not every prompt: the file may be large.
+            path = self.store.samples_path
+            if path.is_file() and {"sample_id", column} <= set(pl.read_parquet_schema(path)):
+                frame = pl.scan_parquet(path)
         else:
             try:
                 lf = read_table(self.path).lazy() if _is_json(self.path) else scan_table(self.path)

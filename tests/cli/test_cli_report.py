@@ -248,7 +248,7 @@ def test_cli_output_matches_golden(
 def test_a_typo_in_a_run_directory_is_named_as_missing(cli, inputs: Path) -> None:
     result = cli("report", inputs / "runs" / "my-rnu")
     assert result.exit_code == 2
-    assert "no such run directory or file" in result.stderr
+    assert "no such file or run directory" in result.stderr
     assert "unknown table format" not in result.stderr
 
 
