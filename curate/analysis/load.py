@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curate.core.outcome import DEFAULT_THRESHOLD
+from curate.errors import InputError
 from curate.stats.analysis import analyze
 from curate.stats.per_sample import (
     DEFAULT_GROUP_SIZE,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
     from curate.stats.dataset import DatasetSummary
     from curate.stats.estimators import BetaPrior
+    from curate.stats.mixed import ScoreModel
     from curate.store.run_dir import RolloutStore
 
 
@@ -114,7 +116,8 @@ def _aggregate(layout: Layout, compress: bool) -> pl.DataFrame | None:
 class LoadedAnalysis:
     """Everything the analysis commands use, from one read: where the scores came from
     (`source`: path, manifest, the run's samples, token columns), the per-sample
-    statistics, the data-set summary and the fitted prior.
+    statistics, the data-set summary, the fitted pass-rate prior and the score model
+    every mixed-group figure comes from (`curate.stats.mixed`).
 
     Loaded with `per_sample=False`, `per_sample` may be compressed (0/1 scores: one row
     per distinct statistics with a `multiplicity`, no sample_id).
@@ -125,6 +128,7 @@ class LoadedAnalysis:
     summary: DatasetSummary
     prior: BetaPrior
     binary: bool
+    model: ScoreModel
 
     @property
     def path(self) -> Path:
@@ -156,6 +160,8 @@ def load_analysis(
     threshold: float = DEFAULT_THRESHOLD,
     group_size: int = DEFAULT_GROUP_SIZE,
     per_sample: bool = True,
+    group_by: str | None = None,
+    require_group: bool = True,
 ) -> LoadedAnalysis:
     """Read scores once and compute every statistic on them.
 
@@ -163,13 +169,33 @@ def load_analysis(
     `load_scores`' rows exactly as `analyze` computes them. `per_sample=False` (the
     report: data-set statistics only): the one-scan read of `load_aggregated`, with
     0/1 scores compressed to a few weighted rows.
+
+    `group_by` names a column of the run's samples.parquet (joined on sample_id) or of
+    the score table: the summary's `by_group` breakdown. Without it, or when the column
+    is missing and `require_group` is False, there is no breakdown.
     """
+    read = read_scores(path, fast=not per_sample)
+    groups = None
+    if group_by is not None:
+        groups = read.group_labels(group_by)
+        if groups is None and require_group:
+            where = "the run's samples.parquet" if read.is_run_dir else "the score table"
+            raise InputError(f"no column '{group_by}' to group by in {where}", path=read.path)
     if per_sample:
-        read = read_scores(path, fast=False)
         agg = _aggregate(read.layout, compress=False)
     else:
-        loaded = load_aggregated(path, compress=True)
-        read, agg = loaded.source, loaded.aggregate
+        # Grouped: per-sample aggregates first (the labels join on sample_id), then
+        # compressed with the group as one more key.
+        agg = _aggregate(read.layout, compress=groups is None)
+        if agg is None:  # a check tripped in the group-by: the exact read names it
+            read = read.exact()
+            agg = _aggregate(read.layout, compress=groups is None)
+            assert agg is not None
+        if groups is not None:
+            agg = agg.join(groups, on="sample_id", how="left")
+        if MULTIPLICITY not in agg.columns and is_binary(agg):
+            agg = compress_binary_aggregate(agg, keys=("group",) if groups is not None else ())
+    assert agg is not None
     manifest = read.manifest or {}
     analysis = analyze(
         read.rollouts,
@@ -177,6 +203,9 @@ def load_analysis(
         group_size=group_size,
         adaptive=bool(manifest.get("adaptive")),
         aggregate=agg,
+        errors=read.error_messages(),
+        groups=groups if per_sample else None,
+        group_by=group_by if groups is not None else None,
     )
     return LoadedAnalysis(
         source=read,
@@ -184,4 +213,5 @@ def load_analysis(
         summary=analysis.summary,
         prior=analysis.prior,
         binary=analysis.binary,
+        model=analysis.model,
     )

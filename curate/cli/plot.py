@@ -30,7 +30,7 @@ def plot(
     threshold: ThresholdOpt = 0.01,
     group_size: GroupSizeOpt = 8,
 ) -> None:
-    """Draw seed 004's variance plot, a pass-rate histogram, or mixed-group odds against G."""
+    """Draw the variance plot, a pass-rate histogram, or mixed-group odds against G."""
     from curate.plots.run import plot_run
 
     path = plot_run(run, kind=kind.value, output=output, threshold=threshold, group_size=group_size)

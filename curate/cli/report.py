@@ -60,8 +60,18 @@ def report(
             show_default=False,
         ),
     ] = None,
+    group_by: Annotated[
+        str | None,
+        typer.Option(
+            "--group-by",
+            metavar="COLUMN",
+            help="Break every figure down by this column of the run's samples.parquet or of "
+            "the score table \\[default: data_source, when present].",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Summarise pass rates, variance, pass@k and the gate odds; exit 1 if a gate fails."""
+    """Summarise pass rates, variance, pass@k and mixed-group odds; exit 1 if a gate fails."""
     from curate.report.build import build_report
 
     built = build_report(
@@ -72,6 +82,7 @@ def report(
         max_error_rate=max_error_rate,
         price_in=price_in,
         price_out=price_out,
+        group_by=group_by,
     )
     summary, gates, usage, name = built.summary, built.gates, built.usage, built.source
     if format is ReportFormat.json:

@@ -1,4 +1,5 @@
-"""Expected share of samples whose training group has mixed outcomes, against group size."""
+"""Expected share of samples whose training group is mixed (rewards not all equal),
+against group size."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from curate.plots._common import (
     no_data_figure,
     require_columns,
 )
+from curate.stats.mixed import mixed_label
 
 if TYPE_CHECKING:
     import numpy as np
@@ -34,10 +36,12 @@ def gate_figure(
 ) -> Figure:
     """`expected_open_fraction` against `group_size` (log2 x axis), marking `group_size`.
 
-    A group whose rollouts all pass or all fail gives a group-relative advantage of zero:
-    the "gate" is shut. The curve shows how many samples can be expected to carry signal
-    for each group size; the marked point is the group size the user trains with. A
-    `group_size` between two curve points is read off by interpolating in log2 space.
+    A group whose rewards are all equal (all pass, all fail, or the same partial credit)
+    gives a group-relative advantage of zero: the "gate" is shut. The curve shows how many
+    samples can be expected to carry signal for each group size; the marked point is the
+    group size the user trains with, labelled as `curate report` labels it. `plot_run`
+    puts that size on the curve; one between two curve points is read off by
+    interpolating in log2 space.
     """
     import numpy as np
     import polars as pl
@@ -69,7 +73,7 @@ def gate_figure(
         marker="o",
         markersize=4,
         markevery=list(np.flatnonzero(powers)) if powers.any() else None,
-        label="expected share of samples whose group has mixed outcomes",
+        label="expected share of samples whose group is mixed (rewards not all equal)",
         zorder=3,
     )
     ax.fill_between(sizes, 0.0, fractions, color=_CURVE_COLOR, alpha=0.12, linewidth=0)
@@ -114,7 +118,7 @@ def _mark_group_size(ax: Axes, sizes: np.ndarray, fractions: np.ndarray, group_s
     dx = 12 if x_share < 0.6 else -12
     dy = -28 if value > 0.3 else 22
     ax.annotate(
-        f"group size {group_size}: {value:.1%} of samples\nexpected to give a mixed group",
+        f"{mixed_label(group_size)}: {value:.1%}\n(expected share of samples)",
         xy=(group_size, value),
         xytext=(dx, dy),
         textcoords="offset points",

@@ -30,7 +30,7 @@ def plot_run(
     threshold: float = DEFAULT_THRESHOLD,
     group_size: int = DEFAULT_GROUP_SIZE,
 ) -> Path:
-    """Draw seed 004's variance plot, the pass-rate histogram or the gate curve
+    """Draw the variance-plot method's plot, the pass-rate histogram or the gate curve
     (`kind`: one of `PLOT_KINDS`) of `run` into `output` (.png, .svg or .pdf; default
     `default_plot_path`), and return the path written."""
     from curate.analysis import load_analysis
@@ -49,8 +49,11 @@ def plot_run(
     elif kind == "histogram":
         fig = histogram_figure(loaded.per_sample)
     else:
+        # The user's G is on the curve itself, so the marked value is computed, not
+        # interpolated: the number `curate report` prints for "mixed groups at G".
+        sizes = sorted({*GATE_CURVE_SIZES, group_size})
         curve = gate_curve(
-            loaded.per_sample, loaded.prior, list(GATE_CURVE_SIZES), binary=loaded.binary
+            loaded.per_sample, loaded.prior, sizes, binary=loaded.binary, model=loaded.model
         )
         fig = gate_figure(curve, group_size=group_size)
     if output is None and run.is_dir():

@@ -1,4 +1,46 @@
-"""Render a data-set summary as rich tables, JSON, or Markdown (for CI job summaries)."""
+"""Render a data-set summary as rich tables, JSON, or Markdown (for CI job summaries).
+
+The JSON contract of `curate report --format json` (keys are only ever added; every
+float is rounded to 6 significant digits, here and only here; NaN and infinity become
+null):
+
+    samples, unscored_samples, rollouts, errors    int
+    error_rate, high_variance_fraction, threshold  float
+    mean_score, best_of_n                          float | null (null without a score)
+    potential_gain, relative_gain                  float | null
+    categories        {always_correct, always_incorrect, high_variance, low_variance: int}
+    pass_at_k         {"1": float, "2": float, ...}  (keys are k as text)
+    gate              {group_size: int, expected_open_fraction: float}: the expected share
+                      of samples whose group of G rollouts has rewards not all equal
+                      ("mixed groups at G"; `curate.stats.mixed`)
+    compute_multiplier
+        recommended                 int: multiply the group size by this
+        rule_of_thumb               {low: int | null, high: int | null}: the variance-plot
+                                    method's range (both null under 10% high variance);
+                                    a string ("1-2") before issue 12
+        rule_of_thumb_text          str: the same in words ("1-2x", "none (under 10%)")
+        reason, rule                str: the recommendation and how it is chosen, in words
+        group_size                  int: G, the group size measured against
+        recommended_group_size      int: G * recommended
+        expected_open_fraction      float: mixed groups at G (equal to gate's)
+        recommended_open_fraction   float: mixed groups at the recommended group size
+        next_group_size             int: G * (recommended + 1)
+        next_gain                   float: what that next step would add
+    rollouts_per_sample  {min: int, max: int, median: float}
+    binary_scores     bool
+    prior             {alpha: float, beta: float}: the pass-rate prior
+    top_errors        [{error: str, count: int}]: the most frequent error messages
+    group_by          str | null: the column of `by_group` (null: no breakdown)
+    by_group          [{group: str | null, samples: int, mean_score: float | null,
+                        high_variance_fraction: float, expected_open_fraction: float,
+                        errors: int}], most samples first
+    warnings          [str]
+    gates             [{name: str, passed: bool, message: str}]
+    passed            bool
+    source            str (when known)
+    usage             {prompt_tokens: int | null, completion_tokens: int | null,
+                       cost_usd: float | null} (only with token counts or prices)
+"""
 
 from __future__ import annotations
 
@@ -8,7 +50,15 @@ from typing import TYPE_CHECKING, Any
 
 from curate.core.outcome import CATEGORIES, LABELS
 from curate.report.gates import GateResult
-from curate.stats.dataset import DatasetSummary
+from curate.stats.dataset import (
+    MAX_MULTIPLIER,
+    MULTIPLIER_MIN_GAIN,
+    ComputeMultiplier,
+    DatasetSummary,
+    adds_text,
+    points_text,
+)
+from curate.stats.mixed import mixed_label
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -18,11 +68,23 @@ CATEGORY_LABELS = {
     **{c: LABELS[c] for c in CATEGORIES},
     "high_variance": f"{LABELS['high_variance']} (learnable)",
 }
+# Significant digits of every float in the JSON report.
+JSON_DIGITS = 6
+# Groups shown in the table and Markdown (JSON has them all), and how much of an error
+# message fits on one line of them.
+SHOWN_GROUPS = 20
+ERROR_WIDTH = 60
+
+
+def _round(value: float) -> float:
+    """`value` to JSON_DIGITS significant digits (0.17500000000000004 -> 0.175)."""
+    return float(f"{value:.{JSON_DIGITS}g}")
 
 
 def _clean(value: Any) -> Any:
-    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
-        return None
+    """NaN and infinity to null, floats rounded, through dicts and lists."""
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else _round(value)
     if isinstance(value, dict):
         return {k: _clean(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -37,7 +99,7 @@ def report_dict(
     source: str | None = None,
     usage: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The JSON contract of `curate report --format json` (keys only ever added)."""
+    """The JSON contract of `curate report --format json` (module docstring)."""
     out = summary.to_dict()
     out["gates"] = [{"name": g.name, "passed": g.passed, "message": g.message} for g in gates]
     out["passed"] = all(g.passed for g in gates)
@@ -79,6 +141,48 @@ def _share(count: int, total: int) -> str:
     return f"{count / total:.1%}" if total else "n/a"
 
 
+def multiplier_lines(m: ComputeMultiplier, high_variance_fraction: float) -> tuple[str, list[str]]:
+    """The compute multiplier as a headline and short detail lines (each well under 80
+    columns, so no renderer wraps one mid-phrase): the recommendation, what it buys,
+    what the next step would add, and the rule of thumb as context."""
+    g, big = m.group_size, m.recommended_group_size
+    verb = "keep" if m.recommended == 1 else "use"
+    head = f"{m.recommended}x ({verb} groups of {big} rollouts per prompt)"
+    if m.recommended == 1:
+        lines = [f"{mixed_label(g)}: {m.expected_open_fraction:.1%}"]
+    else:
+        lines = [
+            f"{mixed_label(big)}: {m.recommended_open_fraction:.1%}, "
+            f"instead of {m.expected_open_fraction:.1%} at G={g}"
+        ]
+    if m.recommended < MAX_MULTIPLIER or m.next_gain < MULTIPLIER_MIN_GAIN:
+        lines.append(f"groups of {m.next_group_size} {adds_text(m.next_gain)}")
+    else:
+        gain = points_text(m.next_gain)
+        lines.append(
+            f"groups of {m.next_group_size} would still add {gain}: filtering may pay more"
+        )
+    lines.append(
+        f"variance-plot rule of thumb for a {high_variance_fraction:.1%} learnable share: "
+        f"{m.rule_of_thumb_text}"
+    )
+    return head, lines
+
+
+def _one_line(text: str, width: int = ERROR_WIDTH) -> str:
+    """An error message on one line, cut to `width` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "\u2026"
+
+
+def _group_name(value: Any) -> str:
+    return "(none)" if value is None else str(value)
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
 def render_markdown(
     summary: DatasetSummary,
     gates: list[GateResult],
@@ -87,11 +191,14 @@ def render_markdown(
     usage: dict[str, Any] | None = None,
 ) -> str:
     s = summary
+    g = s.gate["group_size"]
     lines = [f"## curate report{f': `{source}`' if source else ''}", ""]
     if gates:
-        verdict = "passed" if all(g.passed for g in gates) else "FAILED"
+        verdict = "passed" if all(gate.passed for gate in gates) else "FAILED"
         lines += [f"**Gates {verdict}**", ""]
-        lines += [f"- {'✅' if g.passed else '❌'} `{g.name}`: {g.message}" for g in gates]
+        lines += [
+            f"- {'✅' if gate.passed else '❌'} `{gate.name}`: {gate.message}" for gate in gates
+        ]
         lines.append("")
     lines += [
         "| metric | value |",
@@ -104,7 +211,7 @@ def render_markdown(
         f"| potential gain | {_fmt(s.potential_gain, '+.3f')} |",
         f"| relative gain | {_fmt(s.relative_gain, '+.1%')} |",
         f"| high-variance share | {s.high_variance_fraction:.1%} |",
-        f"| mixed groups at G={s.gate['group_size']} | {s.gate['expected_open_fraction']:.1%} |",
+        f"| {mixed_label(g)} | {s.gate['expected_open_fraction']:.1%} |",
         *(f"| {k} | {v} |" for k, v in usage_rows(usage)),
         "",
         "| category | samples | share |",
@@ -122,12 +229,28 @@ def render_markdown(
             "|" + " ---: |" * len(ks),
             "| " + " | ".join(f"{s.pass_at_k[k]:.3f}" for k in ks) + " |",
         ]
-    m = s.compute_multiplier
-    lines += [
-        "",
-        f"**Compute multiplier:** {m.recommended} "
-        f"(seed rule of thumb: {m.rule_of_thumb}): {m.reason}.",
-    ]
+    if s.by_group:
+        lines += [
+            "",
+            f"| {_md_cell(s.group_by or 'group')} | samples | mean score | high-variance share "
+            f"| {mixed_label(g)} | errors |",
+            "| --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        lines += [
+            f"| {_md_cell(_group_name(row['group']))} | {row['samples']} "
+            f"| {_fmt(row['mean_score'])} | {row['high_variance_fraction']:.1%} "
+            f"| {row['expected_open_fraction']:.1%} | {row['errors']} |"
+            for row in s.by_group[:SHOWN_GROUPS]
+        ]
+        if len(s.by_group) > SHOWN_GROUPS:
+            lines += ["", f"{len(s.by_group) - SHOWN_GROUPS} more groups in `--format json`."]
+    if s.top_errors:
+        lines += ["", "| error | rollouts |", "| --- | ---: |"]
+        lines += [
+            f"| {_md_cell(_one_line(e['error'], 200))} | {e['count']} |" for e in s.top_errors
+        ]
+    head, detail = multiplier_lines(s.compute_multiplier, s.high_variance_fraction)
+    lines += ["", f"**Compute multiplier:** {head}", ""] + [f"- {line}" for line in detail]
     if s.warnings:
         lines += ["", "**Warnings**", ""] + [f"- {w}" for w in s.warnings]
     return "\n".join(lines) + "\n"
@@ -145,6 +268,7 @@ def render_table(
     from rich.table import Table
 
     s = summary
+    g = s.gate["group_size"]
     overview = Table(title=f"curate report{f': {source}' if source else ''}", show_header=False)
     overview.add_column("metric", style="bold")
     overview.add_column("value", justify="right")
@@ -156,9 +280,7 @@ def render_table(
     overview.add_row("potential gain", _fmt(s.potential_gain, "+.3f"))
     overview.add_row("relative gain", _fmt(s.relative_gain, "+.1%"))
     overview.add_row("high-variance share", f"{s.high_variance_fraction:.1%}")
-    overview.add_row(
-        f"mixed groups at G={s.gate['group_size']}", f"{s.gate['expected_open_fraction']:.1%}"
-    )
+    overview.add_row(mixed_label(g), f"{s.gate['expected_open_fraction']:.1%}")
     for key, value in usage_rows(usage):
         overview.add_row(key, value)
     console.print(overview)
@@ -178,14 +300,40 @@ def render_table(
         passk.add_row(*(f"{v:.3f}" for v in s.pass_at_k.values()))
         console.print(passk)
 
-    m = s.compute_multiplier
-    console.print(
-        f"[bold]compute multiplier[/bold]: {m.recommended} "
-        f"(seed rule of thumb: {m.rule_of_thumb}) - {m.reason}",
-        highlight=False,
-    )
+    if s.by_group:
+        more = len(s.by_group) - SHOWN_GROUPS
+        groups = Table(
+            title=f"by {s.group_by or 'group'}"
+            + (f" ({more} more in --format json)" if more > 0 else "")
+        )
+        groups.add_column(s.group_by or "group", max_width=24, overflow="ellipsis")
+        for name in ("samples", "mean score", "high var", f"mixed G={g}", "errors"):
+            groups.add_column(name, justify="right")
+        for row in s.by_group[:SHOWN_GROUPS]:
+            groups.add_row(
+                _group_name(row["group"]),
+                str(row["samples"]),
+                _fmt(row["mean_score"]),
+                f"{row['high_variance_fraction']:.1%}",
+                f"{row['expected_open_fraction']:.1%}",
+                str(row["errors"]),
+            )
+        console.print(groups)
+
+    if s.top_errors:
+        errors = Table(title="top errors")
+        errors.add_column("error", max_width=ERROR_WIDTH, overflow="ellipsis", no_wrap=True)
+        errors.add_column("rollouts", justify="right")
+        for e in s.top_errors:
+            errors.add_row(_one_line(e["error"]), str(e["count"]))
+        console.print(errors)
+
+    head, detail = multiplier_lines(s.compute_multiplier, s.high_variance_fraction)
+    console.print(f"[bold]compute multiplier[/bold]: {head}", highlight=False)
+    for line in detail:
+        console.print(f"  {line}", highlight=False)
     for w in s.warnings:
         console.print(f"[yellow]warning[/yellow]: {w}", highlight=False)
-    for g in gates:
-        mark = "[green]PASS[/green]" if g.passed else "[red]FAIL[/red]"
-        console.print(f"{mark} {g.name}: {g.message}", highlight=False)
+    for gate in gates:
+        mark = "[green]PASS[/green]" if gate.passed else "[red]FAIL[/red]"
+        console.print(f"{mark} {gate.name}: {gate.message}", highlight=False)

@@ -1,8 +1,10 @@
-"""Data-set level statistics from the per-sample frame: seed 004's summary plus the gate view.
+"""Data-set level statistics from the per-sample frame: the variance-plot method's
+summary, the mixed-group ("gate") view, the compute multiplier, errors and groups.
 
 The frame has one row per sample, or is compressed (one row per distinct statistics
 with a `multiplicity`, see `per_sample.compress_binary_aggregate`): every statistic
-here weights a row by the samples it stands for.
+here weights a row by the samples it stands for. Every mixed-group figure averages
+`curate.stats.mixed.mixed_probability` over samples (`gate_curve`).
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from curate.core.outcome import CATEGORIES
-from curate.stats.estimators import BetaPrior, gate_open_bernoulli, pass_at_k
+from curate.stats.estimators import BetaPrior, pass_at_k
+from curate.stats.mixed import ScoreModel, mixed_curve, signature_histogram
 from curate.stats.per_sample import (
+    GROUP,
     MULTIPLICITY,
-    gate_forecast,
     pair_histogram,
     with_multiplicity,
 )
@@ -22,9 +25,10 @@ from curate.stats.per_sample import (
 if TYPE_CHECKING:
     import polars as pl
 
-# Seed 004's guidance on the share of high-variance samples.
+# The variance-plot method's guidance on the share of high-variance samples.
 LOW_SIGNAL_SHARE = 0.10
-# Best-of-N this close to the mean means the model is consistent (seed 004's warning).
+# Best-of-N this close to the mean means the model is consistent (the variance-plot
+# method's warning).
 CONSISTENT_GAIN = 0.02
 MIN_RUNS = 3
 SMALL_DATASET = 50
@@ -32,14 +36,34 @@ SMALL_DATASET = 50
 # than this share of additional groups.
 MULTIPLIER_MIN_GAIN = 0.02
 MAX_MULTIPLIER = 8
+# Error messages the report lists.
+TOP_ERRORS = 5
 
 
 @dataclass
 class ComputeMultiplier:
+    """How many times the group size to train with, and why.
+
+    `recommended` (m) multiplies `group_size` (G): train with groups of
+    `recommended_group_size` = G*m rollouts per prompt, where an expected
+    `recommended_open_fraction` of groups are mixed (`expected_open_fraction` at G);
+    groups of `next_group_size` would add `next_gain` more. `rule_of_thumb` is the
+    variance-plot method's range for the high-variance share ({"low": int, "high": int},
+    both null when the share is too small for more rollouts to help), and
+    `rule_of_thumb_text` the same in words ("1-2x").
+    """
+
     recommended: int
-    rule_of_thumb: str
+    rule_of_thumb: dict[str, int | None]
     reason: str
     rule: str
+    rule_of_thumb_text: str = ""
+    group_size: int = 0
+    recommended_group_size: int = 0
+    expected_open_fraction: float = 0.0
+    recommended_open_fraction: float = 0.0
+    next_group_size: int = 0
+    next_gain: float = 0.0
 
 
 @dataclass
@@ -62,6 +86,9 @@ class DatasetSummary:
     rollouts_per_sample: dict[str, float]
     binary_scores: bool
     prior: dict[str, float]
+    top_errors: list[dict[str, Any]] = field(default_factory=list)
+    group_by: str | None = None
+    by_group: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -108,42 +135,62 @@ def pass_at_k_columns(per_sample: pl.DataFrame, ks: list[int]) -> pl.DataFrame:
 
 
 def gate_curve(
-    per_sample: pl.DataFrame, prior: BetaPrior, group_sizes: list[int], *, binary: bool = True
+    per_sample: pl.DataFrame,
+    prior: BetaPrior,
+    group_sizes: list[int],
+    *,
+    binary: bool = True,
+    model: ScoreModel | None = None,
 ) -> pl.DataFrame:
-    """Expected fraction of samples whose group of size G has mixed outcomes, per G.
+    """Expected share of samples whose group of size G is mixed (rewards not all
+    equal), per G: the sample mean of `mixed_probability` (unbiased where a sample has
+    n >= G rollouts, the calibrated posterior predictive beyond).
 
-    Binary scores: unbiased where a sample has n >= G rollouts, the Beta-binomial
-    posterior predictive beyond (`gate_forecast`)."""
+    `model` is the analysis' `ScoreModel`; 0/1 scores may leave it out (it follows from
+    `prior`), partial credit may not."""
     import polars as pl
 
-    scored = with_multiplicity(per_sample.filter(pl.col("n_rollouts") > 0))
-    total = int(scored[MULTIPLICITY].sum())
-    rows = []
-    if binary:
-        pairs = pair_histogram(scored)
-        for g in group_sizes:
-            value = sum(w * gate_forecast(n, c, prior, g) for n, c, w in pairs) / max(total, 1)
-            rows.append((g, value))
-    else:
-        # Partial credit: u(p) on the smoothed pass rate is the best we can extrapolate.
-        hist = sorted(scored.group_by("smoothed_pass_rate").agg(pl.col(MULTIPLICITY).sum()).rows())
-        for g in group_sizes:
-            value = sum(w * gate_open_bernoulli(p, g) for p, w in hist) / max(total, 1)
-            rows.append((g, value))
+    if model is None:
+        if not binary:
+            raise ValueError("partial-credit scores need the ScoreModel of their analysis")
+        model = ScoreModel.binary(prior)
+    values = mixed_curve(model, signature_histogram(model, per_sample), group_sizes)
     return pl.DataFrame(
-        rows, schema={"group_size": pl.Int64, "expected_open_fraction": pl.Float64}, orient="row"
+        list(zip(group_sizes, values, strict=True)),
+        schema={"group_size": pl.Int64, "expected_open_fraction": pl.Float64},
+        orient="row",
     )
 
 
-def rule_of_thumb(high_variance_fraction: float) -> str:
-    """Seed 004's compute-multiplier guidance from the high-variance share."""
+def rule_of_thumb(high_variance_fraction: float) -> dict[str, int | None]:
+    """The variance-plot method's compute multiplier for a high-variance share (the
+    "Variance-Based RL Sample Selection" pattern): {"low", "high"}, both None under 10%
+    (too little signal for more rollouts to help)."""
     if high_variance_fraction < LOW_SIGNAL_SHARE:
-        return "warning"
+        return {"low": None, "high": None}
     if high_variance_fraction < 0.15:
-        return "2-4"
+        return {"low": 2, "high": 4}
     if high_variance_fraction <= 0.30:
-        return "1-2"
-    return "1"
+        return {"low": 1, "high": 2}
+    return {"low": 1, "high": 1}
+
+
+def rule_of_thumb_text(rule: dict[str, int | None]) -> str:
+    """`rule_of_thumb` in words: "1x", "1-2x", or "none (under 10%)"."""
+    low, high = rule["low"], rule["high"]
+    if low is None or high is None:
+        return f"none (under {LOW_SIGNAL_SHARE:.0%})"
+    return f"{low}x" if low == high else f"{low}-{high}x"
+
+
+def points_text(gain: float) -> str:
+    """A difference of two shares in percentage points, for sentences."""
+    return "nothing" if gain < 0.0005 else f"{gain * 100:.1f} points"
+
+
+def adds_text(gain: float) -> str:
+    """What one more step of group size would add: "would add only 1.2 points"."""
+    return "would add nothing" if gain < 0.0005 else f"would add only {points_text(gain)}"
 
 
 def compute_multiplier(
@@ -153,43 +200,107 @@ def compute_multiplier(
     *,
     prior: BetaPrior,
     binary: bool,
+    model: ScoreModel | None = None,
 ) -> ComputeMultiplier:
-    """Smallest m such that going to group size G*(m+1) opens < 2% more groups."""
+    """Smallest m such that going to group size G*(m+1) opens < 2% more groups, on the
+    same curve as the report's headline and the gate plot (`gate_curve`)."""
     sizes = [group_size * m for m in range(1, MAX_MULTIPLIER + 2)]
-    fractions = gate_curve(per_sample, prior, sizes, binary=binary)["expected_open_fraction"]
-    curve = dict(zip(range(1, MAX_MULTIPLIER + 2), fractions.to_list(), strict=True))
+    fractions = gate_curve(per_sample, prior, sizes, binary=binary, model=model)
+    curve = dict(
+        zip(range(1, MAX_MULTIPLIER + 2), fractions["expected_open_fraction"], strict=True)
+    )
     recommended = MAX_MULTIPLIER
     for m in range(1, MAX_MULTIPLIER + 1):
         if curve[m + 1] - curve[m] < MULTIPLIER_MIN_GAIN:
             recommended = m
             break
-    nxt = recommended + 1
-    reason = (
-        f"at group size {group_size * recommended} an expected {curve[recommended]:.1%} of groups "
-        f"are mixed; group size {group_size * nxt} would add only "
-        f"{curve[nxt] - curve[recommended]:+.1%}"
-    )
-    if recommended == MAX_MULTIPLIER:
+    g, m = group_size, recommended
+    now, then, gain = curve[1], curve[m], curve[m + 1] - curve[m]
+    if m == 1:
         reason = (
-            f"larger groups keep opening more than {MULTIPLIER_MIN_GAIN:.0%} more groups up to "
-            f"x{MAX_MULTIPLIER} (group size {group_size * MAX_MULTIPLIER}: "
-            f"{curve[MAX_MULTIPLIER]:.1%} mixed); consider filtering instead"
+            f"keep groups of {g}: {now:.1%} of groups are mixed, and groups of {2 * g} "
+            f"{adds_text(gain)}"
         )
+    else:
+        reason = (
+            f"use groups of {g * m} ({m}x the group size of {g}): {then:.1%} of groups would "
+            f"be mixed instead of {now:.1%}; "
+            + (
+                f"groups of {g * (m + 1)} {adds_text(gain)}"
+                if m < MAX_MULTIPLIER or gain < MULTIPLIER_MIN_GAIN
+                else f"larger groups still add {points_text(gain)} per {g} more rollouts, "
+                "so filtering out samples that never mix may pay more"
+            )
+        )
+    rule = rule_of_thumb(high_variance_fraction)
     return ComputeMultiplier(
         recommended=recommended,
-        rule_of_thumb=rule_of_thumb(high_variance_fraction),
+        rule_of_thumb=rule,
         reason=reason,
         rule=(
-            f"smallest m at which raising the group size from G*m to G*(m+1) adds fewer than "
-            f"{MULTIPLIER_MIN_GAIN:.0%} mixed groups ("
-            + (
-                "per sample: unbiased where n >= G*m, else the Beta-binomial posterior predictive"
-                if binary
-                else "u(p) on smoothed pass rates"
-            )
-            + ")"
+            f"the smallest m (up to {MAX_MULTIPLIER}) at which raising the group size from "
+            f"G*m to G*(m+1) adds fewer than {MULTIPLIER_MIN_GAIN * 100:.0f} points of mixed "
+            "groups (per sample: unbiased where n >= the group size, else the calibrated "
+            "posterior predictive)"
         ),
+        rule_of_thumb_text=rule_of_thumb_text(rule),
+        group_size=g,
+        recommended_group_size=g * m,
+        expected_open_fraction=now,
+        recommended_open_fraction=then,
+        next_group_size=g * (m + 1),
+        next_gain=gain,
     )
+
+
+def top_errors(errors: pl.Series | None, limit: int = TOP_ERRORS) -> list[dict[str, Any]]:
+    """The `limit` most frequent error messages: [{"error": text, "count": n}], most
+    frequent first (ties by text, so the order does not depend on the rows')."""
+    if errors is None:
+        return []
+    texts = errors.drop_nulls()
+    if texts.len() == 0:
+        return []
+    counts = texts.value_counts(name="count").sort(["count", texts.name], descending=[True, False])
+    return [{"error": str(e), "count": int(n)} for e, n in counts.head(limit).rows()]
+
+
+def group_breakdown(per_sample: pl.DataFrame) -> list[dict[str, Any]]:
+    """Per value of the `group` column: samples, mean_score, high_variance_fraction,
+    expected_open_fraction (the mean `gate_open_probability`, the headline's estimator)
+    and errors; most samples first. Empty without a `group` column."""
+    import polars as pl
+
+    if GROUP not in per_sample.columns:
+        return []
+    weighted = with_multiplicity(per_sample)
+    w = pl.col(MULTIPLICITY)
+    scored_w = pl.when(pl.col("n_rollouts") > 0).then(w).otherwise(0)
+    table = (
+        weighted.group_by(GROUP)
+        .agg(
+            scored_w.sum().alias("samples"),
+            ((pl.col("mean_score") * scored_w).sum() / scored_w.sum()).alias("mean_score"),
+            ((pl.col("category") == "high_variance").cast(pl.Int64) * scored_w).sum().alias("hv"),
+            ((pl.col("gate_open_probability") * scored_w).sum() / scored_w.sum()).alias("open"),
+            (pl.col("n_errors") * w).sum().alias("errors"),
+        )
+        .sort(["samples", GROUP], descending=[True, False], nulls_last=True)
+    )
+    out = []
+    for group, samples, mean, hv, open_, errors in table.rows():
+        samples = int(samples)
+        out.append(
+            {
+                "group": group,
+                "samples": samples,
+                "mean_score": mean if samples else None,
+                "high_variance_fraction": hv / samples if samples else 0.0,
+                "expected_open_fraction": open_ if samples else 0.0,
+                "errors": int(errors or 0),
+            }
+        )
+    return out
 
 
 def summarize(
@@ -200,8 +311,10 @@ def summarize(
     group_size: int,
     binary: bool,
     adaptive: bool = False,
+    model: ScoreModel | None = None,
 ) -> DatasetSummary:
-    """The data-set summary that `curate report` prints and gates on."""
+    """The data-set summary that `curate report` prints and gates on. `model` as for
+    `gate_curve`; the headline mixed share is the multiplier curve's value at G."""
     import polars as pl
 
     weighted = with_multiplicity(per_sample)
@@ -223,11 +336,10 @@ def summarize(
         ((pl.col("best_score") * w).sum() / w.sum()).alias("best"),
         pl.col("n_rollouts").min().alias("n_min"),
         pl.col("n_rollouts").max().alias("n_max"),
-        ((pl.col("gate_open_probability") * w).sum() / w.sum()).alias("open"),
     ).row(0, named=True)
     samples = int(means["samples"] or 0)
     if samples == 0:  # 0/0 above: nothing to average
-        means.update(mean=None, best=None, open=None)
+        means.update(mean=None, best=None)
     means["n_median"] = _weighted_median(scored, "n_rollouts")
     mean_score, best_of_n = means["mean"], means["best"]
     gain = best_of_n - mean_score if samples else None
@@ -237,7 +349,9 @@ def summarize(
     # more than the smallest N are a biased subset: keep k within every sample's N.
     min_n = int(means["n_min"] or 0)
     passk = pass_at_k_table(per_sample, list(range(1, min_n + 1)) if adaptive and min_n else None)
-    multiplier = compute_multiplier(per_sample, group_size, hv_fraction, prior=prior, binary=binary)
+    multiplier = compute_multiplier(
+        per_sample, group_size, hv_fraction, prior=prior, binary=binary, model=model
+    )
     summary = DatasetSummary(
         samples=samples,
         unscored_samples=int(totals["samples"] or 0) - samples,
@@ -252,7 +366,11 @@ def summarize(
         threshold=threshold,
         categories=counts,
         pass_at_k={str(k): v for k, v, _ in passk.rows()},
-        gate={"group_size": group_size, "expected_open_fraction": means["open"] or 0.0},
+        # The multiplier's own value at G: one number for one label, wherever it is shown.
+        gate={
+            "group_size": group_size,
+            "expected_open_fraction": multiplier.expected_open_fraction,
+        },
         compute_multiplier=multiplier,
         rollouts_per_sample={
             "min": int(means["n_min"] or 0),
@@ -261,6 +379,7 @@ def summarize(
         },
         binary_scores=binary,
         prior={"alpha": prior.alpha, "beta": prior.beta},
+        by_group=group_breakdown(per_sample),
     )
     summary.warnings = _warnings(summary, scored, adaptive=adaptive)
     return summary

@@ -1,8 +1,9 @@
 """Per-sample statistics: one row per sample from long-format rollouts.
 
-Definitions follow seed 004 (population variance, best/worst, the four
-categories) and seed 002 (the gate: a group of G rollouts is informative only
-when its outcomes are mixed). A row with an error is never a score.
+Definitions follow the variance-plot method (population variance, best/worst, the
+four categories) and the gate view of standardised GRPO (a group of G rollouts is
+informative only when its rewards are not all equal: `curate.stats.mixed`). A row
+with an error is never a score.
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ from curate.core.outcome import (
 )
 from curate.stats.estimators import (
     BetaPrior,
-    choose_ratio,
     fit_beta_prior,
-    gate_open_bernoulli,
-    gate_open_posterior,
-    gate_open_unbiased,
     wilson_interval,
+)
+from curate.stats.mixed import (
+    ScoreModel,
+    binary_signature,
+    fit_score_model,
+    mixed_probability,
+    sample_probabilities,
 )
 
 if TYPE_CHECKING:
@@ -31,6 +35,9 @@ DEFAULT_GROUP_SIZE = 8
 # In a compressed frame (one row per distinct statistics, no sample_id), how many
 # samples a row stands for. Data-set statistics weight every row by it.
 MULTIPLICITY = "multiplicity"
+# The report's breakdown column (a sample's data_source or --group-by value), carried
+# through the per-sample statistics when present.
+GROUP = "group"
 
 
 def aggregate_rollouts(rollouts: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
@@ -176,9 +183,10 @@ def binary_aggregate(counts: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def compress_binary_aggregate(aggregated: pl.DataFrame) -> pl.DataFrame:
+def compress_binary_aggregate(aggregated: pl.DataFrame, keys: tuple[str, ...] = ()) -> pl.DataFrame:
     """Merge the samples of a 0/1 aggregate that share (n_rollouts, n_errors,
-    successes) into one row with a `multiplicity`, dropping sample_id.
+    successes) and the columns `keys` (the report's `group`) into one row with a
+    `multiplicity`, dropping sample_id.
 
     With 0/1 scores every other aggregate column is a function of those three, so
     data-set statistics weighted by multiplicity equal the per-sample ones, at the
@@ -188,14 +196,14 @@ def compress_binary_aggregate(aggregated: pl.DataFrame) -> pl.DataFrame:
 
     if not is_binary(aggregated):
         raise ValueError("only 0/1 scores can be compressed: partial credit needs rollouts")
-    keys = ["n_rollouts", "n_errors", "successes"]
-    rest = [c for c in aggregated.columns if c not in (*keys, "sample_id", MULTIPLICITY)]
+    by = ["n_rollouts", "n_errors", "successes", *keys]
+    rest = [c for c in aggregated.columns if c not in (*by, "sample_id", MULTIPLICITY)]
     return (
         with_multiplicity(aggregated)
-        .group_by(keys)
+        .group_by(by)
         .agg(*(pl.col(c).first() for c in rest), pl.col(MULTIPLICITY).sum())
-        .select(*keys, *rest, MULTIPLICITY)
-        .sort(keys)
+        .select(*by, *rest, MULTIPLICITY)
+        .sort(by, nulls_last=True)
     )
 
 
@@ -255,7 +263,12 @@ def sample_stats(
     """One row per sample with every per-sample statistic curate reports."""
     agg = aggregate_rollouts(rollouts)
     return stats_from_aggregate(
-        agg, rollouts, prior=prior or fit_prior(agg), threshold=threshold, group_size=group_size
+        agg,
+        rollouts,
+        prior=prior or fit_prior(agg),
+        threshold=threshold,
+        group_size=group_size,
+        model=None if is_binary(agg) else fit_score_model(rollouts),
     )
 
 
@@ -266,10 +279,13 @@ def stats_from_aggregate(
     prior: BetaPrior,
     threshold: float,
     group_size: int,
+    model: ScoreModel | None = None,
 ) -> pl.DataFrame:
     """`sample_stats` on an already aggregated frame (rollouts are read again only
-    for partial-credit scores). A compressed aggregate (`compress_binary_aggregate`)
-    gives a compressed result: no sample_id, a `multiplicity` per row."""
+    for partial-credit scores, unless `model`, their `fit_score_model`, is given). A
+    compressed aggregate (`compress_binary_aggregate`) gives a compressed result: no
+    sample_id, a `multiplicity` per row. A `group` column (the report's breakdown) is
+    carried through."""
     import polars as pl
 
     compressed = MULTIPLICITY in agg.columns
@@ -278,7 +294,7 @@ def stats_from_aggregate(
     has = n > 0
     mean = pl.col("score_sum") / n
     # E[x^2] - E[x]^2, snapped to exactly 0 when every score is the same, so
-    # "variance 0" (seed 004's test) never depends on rounding.
+    # "variance 0" (the variance-plot method's test) never depends on rounding.
     pop_var = (
         pl.when(pl.col("best_score") == pl.col("worst_score"))
         .then(0.0)
@@ -296,8 +312,9 @@ def stats_from_aggregate(
     if not is_binary(agg):
         if compressed:
             raise ValueError("a compressed aggregate must hold 0/1 scores only")
+        model = model if model is not None else fit_score_model(rollouts)
         frame = frame.drop("gate_open_probability").join(
-            _general_gate(rollouts, group_size), on="sample_id", how="left"
+            sample_probabilities(model, group_size), on="sample_id", how="left"
         )
     frame = frame.with_columns(category_expr(threshold).alias("category"))
     return frame.select(
@@ -317,41 +334,31 @@ def stats_from_aggregate(
         "smoothed_pass_rate",
         "gate_open_probability",
         "category",
+        *([GROUP] if GROUP in frame.columns else []),
         *([MULTIPLICITY] if compressed else []),
     )
 
 
-def gate_probability(n: int, c: int, prior: BetaPrior, group_size: int) -> float:
-    """P(a training group of `group_size` is mixed) for a binary sample with c of n passes.
-
-    Unbiased from the observed outcomes when n >= G; otherwise u(p) on the
-    smoothed pass rate (too few rollouts to draw a group of G from).
-    """
-    if n >= group_size:
-        return gate_open_unbiased(n, c, group_size)
-    return gate_open_bernoulli(prior.smooth(c, n), group_size)
-
-
 def gate_forecast(n: int, c: int, prior: BetaPrior, group_size: int) -> float:
-    """Expected P(a group of `group_size` is mixed) for a binary sample, for data-set
-    curves over group sizes: unbiased from the outcomes when n >= G, else the
-    Beta-binomial posterior predictive (calibrated, unlike u on the smoothed rate)."""
-    if n >= group_size:
-        return gate_open_unbiased(n, c, group_size)
-    return gate_open_posterior(n, c, prior.alpha, prior.beta, group_size)
+    """P(a group of `group_size` is mixed) for a 0/1 sample with c passes in n:
+    `mixed_probability` under the pass-rate prior (unbiased from the outcomes when
+    n >= G, else the Beta-binomial posterior predictive)."""
+    return mixed_probability(ScoreModel.binary(prior), binary_signature(n, c), group_size)
 
 
 def _pair_table(frame: pl.DataFrame, prior: BetaPrior, group_size: int) -> pl.DataFrame:
     """Estimators that depend only on (n, c), computed once per distinct pair."""
     import polars as pl
 
+    model = ScoreModel.binary(prior)
     rows: list[tuple[int, int, float | None, float | None, float | None, float | None]] = []
     for n, c, _ in pair_histogram(frame):
         if n == 0:
             rows.append((n, c, None, None, None, None))
             continue
         lo, hi = wilson_interval(c, n)
-        rows.append((n, c, lo, hi, prior.smooth(c, n), gate_probability(n, c, prior, group_size)))
+        gate = mixed_probability(model, binary_signature(n, c), group_size)
+        rows.append((n, c, lo, hi, prior.smooth(c, n), gate))
     return pl.DataFrame(
         rows,
         schema={
@@ -391,35 +398,3 @@ def _attach_pairs(frame: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
         dense = pl.Series(name, [None] * (width * width), dtype=pairs[name].dtype)
         columns.append(pl.lit(dense.scatter(index, pairs[name])).gather(key).alias(name))
     return frame.with_columns(columns)
-
-
-def _general_gate(rollouts: pl.DataFrame | pl.LazyFrame, group_size: int) -> pl.DataFrame:
-    """Gate probability for partial-credit scores: P(not all G scores are equal).
-
-    With value counts c_v over n rollouts: 1 - sum_v C(c_v,G)/C(n,G) when n >= G
-    (unbiased), else the plug-in 1 - sum_v (c_v/n)^G.
-    """
-    import polars as pl
-
-    counts = (
-        rollouts.lazy()
-        .filter(pl.col("score").is_not_null())
-        .group_by("sample_id", "score")
-        .len()
-        .group_by("sample_id")
-        .agg(pl.col("len").alias("counts"))
-        .collect()
-    )
-    out = []
-    for sid, cs in counts.rows():
-        n = int(sum(cs))
-        if group_size <= 1:
-            out.append((sid, 0.0))
-        elif n >= group_size:
-            same = sum(choose_ratio(int(c), n, group_size) for c in cs)
-            out.append((sid, max(0.0, 1.0 - same)))
-        else:
-            out.append((sid, max(0.0, 1.0 - sum((c / n) ** group_size for c in cs))))
-    return pl.DataFrame(
-        out, schema={"sample_id": pl.String, "gate_open_probability": pl.Float64}, orient="row"
-    )

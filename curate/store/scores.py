@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 from curate.errors import InputError, one_line
 from curate.store.run_dir import RolloutStore, is_run_dir, pairs_distinct, run_bits
 from curate.store.schema import REQUIRED_SCORE_COLUMNS, TOKEN_COLUMNS
-from curate.store.tables import read_table, scan_table, table_format
+from curate.store.tables import TABLE_SUFFIXES, read_table, scan_table, table_format
 
 if TYPE_CHECKING:
     import polars as pl
@@ -95,7 +95,12 @@ def load_scores(path: str | os.PathLike[str]) -> ScoreSource:
 
     path = Path(path)
     if not path.exists():
-        raise InputError("no such file or directory", path=path)
+        # A name without a table suffix was meant as a run directory (a typo in runs/...):
+        # say so rather than complain about its (missing) format.
+        known = path.suffix.lower() in TABLE_SUFFIXES
+        raise InputError(
+            "no such file or directory" if known else "no such file or run directory", path=path
+        )
     if path.is_dir():
         if not is_run_dir(path):
             raise InputError(
@@ -222,6 +227,7 @@ class ScoreRead(_Origin):
 
     layout: Layout
     rollouts: pl.LazyFrame
+    _errors: pl.Series | None = field(default=None, repr=False)
 
     def exact(self) -> ScoreRead:
         """The same input read by `load_scores` (for when `AnyOrder.group` gave up)."""
@@ -229,6 +235,51 @@ class ScoreRead(_Origin):
         if self._tokens_read:  # the fast scan saw every row: keep its token columns
             read._tokens, read._tokens_read = self._tokens, True
         return read
+
+    def error_messages(self) -> pl.Series:
+        """The `error` text of every failed rollout (taken from the read's own rows when
+        it had them in memory, else read once more)."""
+        import polars as pl
+
+        if self._errors is None:
+            errors = self.rollouts.select("error").filter(pl.col("error").is_not_null())
+            self._errors = errors.collect()["error"]
+        return self._errors
+
+    def group_labels(self, column: str) -> pl.DataFrame | None:
+        """(sample_id, group): each sample's value of `column` as text, from the run's
+        samples.parquet or, for a score table, the table itself (a sample's first row);
+        None when neither has the column."""
+        import polars as pl
+
+        frame: pl.LazyFrame | None = None
+        if self.store is not None:
+            # Two columns of samples.parquet, not every prompt: the file may be large.
+            path = self.store.samples_path
+            if path.is_file() and {"sample_id", column} <= set(pl.read_parquet_schema(path)):
+                frame = pl.scan_parquet(path)
+        else:
+            try:
+                lf = read_table(self.path).lazy() if _is_json(self.path) else scan_table(self.path)
+                if column in lf.collect_schema().names():
+                    frame = lf
+            except _input_errors() as exc:
+                raise InputError(f"cannot read table: {one_line(exc)}", path=self.path) from exc
+        if frame is None:
+            return None
+        try:
+            return (
+                frame.select(
+                    pl.col("sample_id").cast(pl.String),
+                    pl.col(column).cast(pl.String).alias("group"),
+                )
+                .unique("sample_id", keep="first", maintain_order=True)
+                .collect()
+            )
+        except _input_errors() as exc:
+            raise InputError(
+                f"column '{column}' cannot group samples: {one_line(exc)}", path=self.path
+            ) from exc
 
 
 def read_scores(path: str | os.PathLike[str], *, fast: bool = True) -> ScoreRead:
@@ -243,9 +294,15 @@ def read_scores(path: str | os.PathLike[str], *, fast: bool = True) -> ScoreRead
     return read if read is not None else _exact_read(path)
 
 
+def _is_json(path: Path) -> bool:
+    """A .json file may hold one JSON array, which only the eager reader understands."""
+    return path.suffix.lower() == ".json"
+
+
 def _exact_read(path: Path) -> ScoreRead:
     source = load_scores(path)
     return ScoreRead(
+        _errors=source.rollouts["error"].drop_nulls(),
         path=source.path,
         layout=Rows(source.rollouts),
         rollouts=source.rollouts.lazy(),
@@ -290,6 +347,8 @@ def _one_scan(path: Path) -> ScoreRead | None:
         store=plan.store,
         _tokens=tokens,
         _tokens_read=True,
+        # The rows are in memory now: the error texts cost nothing more to keep.
+        _errors=frame["error"].drop_nulls(),
     )
 
 
@@ -503,7 +562,8 @@ def _one_pass_plan(path: Path) -> _Plan | None:
         lf = store.scan([*SCORE_COLUMNS, *tokens]).drop("_shard")
         return _Plan(lf.rename({"score": "_score"}), True, manifest, store)
 
-    if table_format(path) != "parquet" or not path.is_file():
+    # Existence first: a missing path is load_scores' to name, not an unknown format.
+    if not path.is_file() or table_format(path) != "parquet":
         return None
     lf = scan_table(path)
     schema = lf.collect_schema()

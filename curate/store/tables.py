@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 TableFormat = Literal["parquet", "csv", "jsonl"]
 
-_SUFFIXES: dict[str, TableFormat] = {
+TABLE_SUFFIXES: dict[str, TableFormat] = {
     ".parquet": "parquet",
     ".pq": "parquet",
     ".csv": "csv",
@@ -29,7 +29,7 @@ def table_format(path: str | os.PathLike[str]) -> TableFormat:
     """The table format named by a file's suffix, or an InputError."""
     suffix = Path(path).suffix.lower()
     try:
-        return _SUFFIXES[suffix]
+        return TABLE_SUFFIXES[suffix]
     except KeyError:
         raise InputError(
             f"unknown table format '{suffix or '(none)'}' (use .parquet, .csv or .jsonl)",
@@ -63,9 +63,9 @@ def read_table(path: str | os.PathLike[str]) -> pl.DataFrame:
     import polars as pl
 
     path = Path(path)
-    fmt = table_format(path)
-    if not path.exists():
+    if not path.exists():  # before the suffix: a typo is missing, not of unknown format
         raise InputError("no such file", path=path)
+    fmt = table_format(path)
     try:
         if fmt == "jsonl" and path.suffix.lower() == ".json":
             return _read_json_any(path)

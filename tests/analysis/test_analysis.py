@@ -211,3 +211,45 @@ def test_store_and_stats_do_not_import_each_other() -> None:
     stats = imported_modules("stats")
     assert not [m for m in store if m.startswith(("curate.stats", "curate.analysis"))], store
     assert not [m for m in stats if m.startswith(("curate.store", "curate.analysis"))], stats
+
+
+@pytest.mark.parametrize("scores", ["binary", "partial"])
+def test_errors_and_groups_agree_between_the_one_scan_and_the_row_read(
+    tmp_path: Path, scores: str
+) -> None:
+    """The report's read (one scan, 0/1 scores compressed with the group as a key) and
+    the per-sample read give the same top errors and the same by-group rows."""
+    samples = {
+        "a": [1, 0, None, 0],
+        "b": [1, 1, 1, 1],
+        "c": [None, None, 0, 0],
+        "d": [1, 0, 0, 0.5 if scores == "partial" else 0],
+        "e": [0, 1, 1, None],
+    }
+    frame = long_frame(samples).with_columns(
+        pl.when(pl.col("error").is_not_null())
+        .then(
+            pl.when(pl.col("sample_id") == "c").then(pl.lit("refused")).otherwise(pl.lit("timeout"))
+        )
+        .alias("error"),
+        pl.when(pl.col("sample_id") < "c").then(pl.lit("x")).otherwise(pl.lit("y")).alias("src"),
+    )
+    path = tmp_path / "scores.parquet"
+    frame.write_parquet(path)
+    fast = load_analysis(path, per_sample=False, group_by="src").summary
+    rows = load_analysis(path, per_sample=True, group_by="src").summary
+    assert (
+        fast.top_errors
+        == rows.top_errors
+        == [
+            {"error": "refused", "count": 2},
+            {"error": "timeout", "count": 2},
+        ]
+    )
+    assert fast.group_by == rows.group_by == "src"
+    assert [r["group"] for r in fast.by_group] == ["y", "x"]
+    for got, want in zip(fast.by_group, rows.by_group, strict=True):
+        assert got == pytest.approx(want, abs=1e-12)
+    assert load_analysis(path, per_sample=False).summary.by_group == []
+    with pytest.raises(InputError, match="no column 'level' to group by"):
+        load_analysis(path, per_sample=False, group_by="level")

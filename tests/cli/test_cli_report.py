@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from tests.report.goldens import DATA, GOLDEN, assert_json_close, update_golden
@@ -239,3 +240,125 @@ def test_cli_output_matches_golden(
         assert_json_close(json.loads(result.stdout), json.loads(want))
     else:
         assert result.stdout == want
+
+
+# ------------------------------------------- issue 11/12: errors, groups, typos, layout
+
+
+def test_a_typo_in_a_run_directory_is_named_as_missing(cli, inputs: Path) -> None:
+    result = cli("report", inputs / "runs" / "my-rnu")
+    assert result.exit_code == 2
+    assert "no such file or run directory" in result.stderr
+    assert "unknown table format" not in result.stderr
+
+
+def test_report_shows_the_errors_of_failed_rollouts(cli, inputs: Path) -> None:
+    table = inputs / "failed.csv"
+    table.write_text(
+        "sample_id,score,error\na,,HTTP 429: rate limited\na,,HTTP 429: rate limited\n"
+        "b,,connection refused\nc,1,\n"
+    )
+    data = report_json(cli, table)
+    assert data["top_errors"] == [
+        {"error": "HTTP 429: rate limited", "count": 2},
+        {"error": "connection refused", "count": 1},
+    ]
+    table_out = cli("report", table).stdout
+    assert "HTTP 429: rate limited" in table_out and "top errors" in table_out
+    md = cli("report", table, "--format", "markdown").stdout
+    assert "| HTTP 429: rate limited | 2 |" in md
+
+
+def test_report_breaks_figures_down_by_data_source(cli, inputs: Path) -> None:
+    """A run directory's samples.parquet gives each sample its data_source."""
+    from curate.store.run_dir import RolloutStore
+
+    from .conftest import original_samples, score_frame
+
+    store = RolloutStore(inputs / "run")
+    store.create()
+    store.write_manifest({"model": "unit-test"})
+    sources = ["gsm8k" if i < 8 else "math" for i in range(len(SCORES))]
+    store.write_samples(original_samples().with_columns(pl.Series("data_source", sources)))
+    store.append(score_frame())
+    data = report_json(cli, store.run_dir)
+    assert data["group_by"] == "data_source"
+    rows = {row["group"]: row for row in data["by_group"]}
+    assert [row["group"] for row in data["by_group"]] == ["gsm8k", "math"]  # most samples first
+    assert rows["gsm8k"]["samples"] == 8 and rows["math"]["samples"] == 4
+    assert rows["gsm8k"]["errors"] == 1 and rows["math"]["errors"] == 0  # q04's failure
+    # q01-q04 are high variance, all in gsm8k; math holds q09-q12.
+    assert rows["gsm8k"]["high_variance_fraction"] == pytest.approx(4 / 8)
+    assert rows["math"]["high_variance_fraction"] == 0.0
+    assert rows["math"]["mean_score"] == pytest.approx((0 + 0 + 0.5 + 0.225) / 4)
+    pooled = sum(r["samples"] * r["expected_open_fraction"] for r in rows.values()) / 12
+    assert pooled == pytest.approx(data["gate"]["expected_open_fraction"], abs=1e-5)
+    table = cli("report", store.run_dir).stdout
+    assert "by data_source" in table and "gsm8k" in table
+    md = cli("report", store.run_dir, "--format", "markdown").stdout
+    assert "| data_source | samples | mean score |" in md and "| gsm8k | 8 |" in md
+
+
+def test_group_by_a_column_of_the_score_table(cli, inputs: Path) -> None:
+    from .conftest import score_frame
+
+    path = inputs / "scores.parquet"
+    frame = score_frame().with_columns(
+        pl.when(pl.col("sample_id") < "q07")
+        .then(pl.lit("easy"))
+        .otherwise(pl.lit("hard"))
+        .alias("level")
+    )
+    frame.write_parquet(path)
+    data = report_json(cli, path, "--group-by", "level")
+    assert data["group_by"] == "level"
+    assert {r["group"]: r["samples"] for r in data["by_group"]} == {"easy": 6, "hard": 6}
+    # Without --group-by and without a data_source column: no breakdown.
+    plain = report_json(cli, path)
+    assert plain["group_by"] is None and plain["by_group"] == []
+    missing = cli("report", path, "--group-by", "nope")
+    assert missing.exit_code == 2
+    assert "no column 'nope' to group by" in missing.stderr
+
+
+def test_json_floats_are_rounded_and_typed(cli, scores_csv: Path) -> None:
+    data = report_json(cli, scores_csv)
+
+    def floats(value):
+        if isinstance(value, float):
+            yield value
+        elif isinstance(value, dict):
+            for v in value.values():
+                yield from floats(v)
+        elif isinstance(value, list):
+            for v in value:
+                yield from floats(v)
+
+    assert all(len(f"{f:.15g}".lstrip("-0.").replace(".", "")) <= 6 for f in floats(data))
+    m = data["compute_multiplier"]
+    assert isinstance(m["recommended"], int)
+    assert set(m["rule_of_thumb"]) == {"low", "high"}
+    assert all(v is None or isinstance(v, int) for v in m["rule_of_thumb"].values())
+    assert isinstance(m["rule_of_thumb_text"], str)
+    assert m["recommended_group_size"] == m["recommended"] * m["group_size"]
+
+
+@pytest.mark.parametrize("rows", ["half", "rare", "none"])
+def test_multiplier_lines_fit_80_columns(cli, inputs: Path, rows: str) -> None:
+    """The multiplier prints as short lines of its own, whatever it recommends."""
+    table = inputs / "s.csv"
+    lines = ["sample_id,score"]
+    for i in range(60):
+        if rows == "half":  # mixed at G = 8 already: keep the group size
+            scores = [1, 0] * 4
+        elif rows == "rare":  # a few passes: larger groups keep opening
+            scores = [1 if i % 2 == 0 and r == 0 else 0 for r in range(8)]
+        else:  # nothing mixes: the rule of thumb has no range
+            scores = [0] * 8
+        lines += [f"s{i},{s}" for s in scores]
+    table.write_text("\n".join(lines) + "\n")
+    out = cli("report", table, env={"COLUMNS": "80"}).stdout
+    start = out.index("compute multiplier")
+    block = out[start:].splitlines()[:4]
+    assert all(len(line) <= 80 for line in out.splitlines()), out
+    assert "rule of thumb" in block[3] and "seed" not in out

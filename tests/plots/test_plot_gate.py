@@ -29,7 +29,7 @@ def test_current_group_size_is_marked_with_its_value(curve: pl.DataFrame) -> Non
     fig = gate_figure(curve, group_size=8)
     ax = fig.axes[0]
     expected = curve.filter(pl.col("group_size") == 8)["expected_open_fraction"].item()
-    assert any(t.get_text().startswith(f"group size 8: {expected:.1%}") for t in ax.texts)
+    assert any(t.get_text().startswith(f"mixed groups at G=8: {expected:.1%}") for t in ax.texts)
     rules = [ln for ln in ax.lines if np.asarray(ln.get_xdata()).tolist() == [8, 8]]
     assert rules
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
@@ -40,7 +40,7 @@ def test_group_size_between_points_is_interpolated(curve: pl.DataFrame) -> None:
     sparse = curve.filter(pl.col("group_size").is_in([4, 16]))
     ax = gate_figure(sparse, group_size=8).axes[0]
     mid = sum(sparse["expected_open_fraction"].to_list()) / 2  # 8 is halfway in log2
-    assert any(t.get_text().startswith(f"group size 8: {mid:.1%}") for t in ax.texts)
+    assert any(t.get_text().startswith(f"mixed groups at G=8: {mid:.1%}") for t in ax.texts)
 
 
 def test_group_size_outside_the_curve_is_drawn_but_not_valued(curve: pl.DataFrame) -> None:

@@ -62,3 +62,44 @@ def test_prices_give_a_usage_section(tmp_path: Path) -> None:
 def test_bad_input_raises_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no such file"):
         build_report(tmp_path / "missing.parquet")
+
+
+def test_multiplier_lines_in_every_case() -> None:
+    """One recommendation in short lines (under 80 columns), the rule of thumb as
+    context, and no word a trainer would not know."""
+    from curate.report.render import multiplier_lines
+    from curate.stats.dataset import ComputeMultiplier, rule_of_thumb, rule_of_thumb_text
+
+    def lines(m: int, now: float, then: float, gain: float, hv: float) -> list[str]:
+        rule = rule_of_thumb(hv)
+        cm = ComputeMultiplier(
+            recommended=m,
+            rule_of_thumb=rule,
+            reason="",
+            rule="",
+            rule_of_thumb_text=rule_of_thumb_text(rule),
+            group_size=8,
+            recommended_group_size=8 * m,
+            expected_open_fraction=now,
+            recommended_open_fraction=then,
+            next_group_size=8 * (m + 1),
+            next_gain=gain,
+        )
+        head, detail = multiplier_lines(cm, hv)
+        out = [f"compute multiplier: {head}", *(f"  {line}" for line in detail)]
+        assert all(len(line) <= 78 for line in out), out
+        assert not any("seed" in line for line in out)
+        return out
+
+    keep = lines(1, 0.34, 0.34, 0.004, 0.34)
+    assert keep[0] == "compute multiplier: 1x (keep groups of 8 rollouts per prompt)"
+    assert keep[1:3] == ["  mixed groups at G=8: 34.0%", "  groups of 16 would add only 0.4 points"]
+    assert keep[3] == "  variance-plot rule of thumb for a 34.0% learnable share: 1x"
+    more = lines(5, 0.34, 0.62, 0.015, 0.12)
+    assert more[0] == "compute multiplier: 5x (use groups of 40 rollouts per prompt)"
+    assert more[1] == "  mixed groups at G=40: 62.0%, instead of 34.0% at G=8"
+    assert more[3].endswith("12.0% learnable share: 2-4x")
+    most = lines(8, 0.10, 0.45, 0.03, 0.05)
+    assert most[2] == "  groups of 72 would still add 3.0 points: filtering may pay more"
+    assert most[3].endswith("5.0% learnable share: none (under 10%)")
+    assert lines(1, 0.5, 0.5, 0.0, 0.5)[2] == "  groups of 16 would add nothing"

@@ -56,6 +56,10 @@ def test_golden_with_gates(analysis, golden) -> None:
     golden("scores_small.gates.json", render_json(analysis.summary, gates, source=SOURCE))
 
 
+def approx(value):  # the JSON rounds every float to 6 significant digits
+    return pytest.approx(value, rel=1e-5)
+
+
 def test_golden_values_by_hand(analysis) -> None:
     """The numbers in the golden files, computed by hand from the CSV."""
     data = json.loads(render_json(analysis.summary, [], source=SOURCE))
@@ -64,11 +68,11 @@ def test_golden_values_by_hand(analysis) -> None:
     assert data["samples"] == 8
     assert data["rollouts"] == 32
     assert data["errors"] == 1
-    assert data["mean_score"] == pytest.approx(mean)  # 0.458
-    assert data["best_of_n"] == pytest.approx(5 / 8)
-    assert data["potential_gain"] == pytest.approx(5 / 8 - mean)  # 0.167
-    assert data["relative_gain"] == pytest.approx((5 / 8 - mean) / mean)  # 36.4%
-    assert data["high_variance_fraction"] == pytest.approx(3 / 8)
+    assert data["mean_score"] == approx(mean)  # 0.458
+    assert data["best_of_n"] == approx(5 / 8)
+    assert data["potential_gain"] == approx(5 / 8 - mean)  # 0.167
+    assert data["relative_gain"] == approx((5 / 8 - mean) / mean)  # 36.4%
+    assert data["high_variance_fraction"] == approx(3 / 8)
     assert data["categories"] == {
         "always_correct": 2,
         "always_incorrect": 3,
@@ -76,15 +80,27 @@ def test_golden_values_by_hand(analysis) -> None:
         "low_variance": 0,
     }
     # pass@2: s06 1, s07 1 - C(3,2)/C(4,2) = 1/2, s08 (2 of 3) 1; pass@4 leaves out s08.
-    assert data["pass_at_k"] == pytest.approx(
+    assert data["pass_at_k"] == approx(
         {"1": mean, "2": (2 + 1 + 0.5 + 1) / 8, "3": (2 + 1 + 0.75 + 1) / 8, "4": 4 / 7}
     )
-    # Every n < G = 8: u(p~) on (c + a) / (n + a + b) with the fitted prior.
-    a, b = data["prior"]["alpha"], data["prior"]["beta"]
+    # Every n < G = 8: the Beta-binomial posterior predictive with the fitted prior,
+    # 1 - E[p^8] - E[(1-p)^8] over Beta(a + c, b + n - c).
+    a, b = analysis.prior.alpha, analysis.prior.beta
+    assert data["prior"] == approx({"alpha": a, "beta": b})
     counts = [(4, 4), (4, 4), (4, 0), (4, 0), (4, 0), (4, 3), (4, 1), (3, 2)]
-    u = [1 - (1 - (c + a) / (n + a + b)) ** 8 - ((c + a) / (n + a + b)) ** 8 for n, c in counts]
-    assert data["gate"] == {"group_size": 8, "expected_open_fraction": pytest.approx(sum(u) / 8)}
-    assert data["compute_multiplier"]["rule_of_thumb"] == "1"  # 37.5% > 30%
+
+    def rising(x: float, n: int) -> float:
+        return math.prod((x + i) / (a + b + n + i) for i in range(8))
+
+    u = [1 - rising(a + c, n) - rising(b + n - c, n) for n, c in counts]
+    assert data["gate"] == {"group_size": 8, "expected_open_fraction": approx(sum(u) / 8)}
+    multiplier = data["compute_multiplier"]
+    assert multiplier["rule_of_thumb"] == {"low": 1, "high": 1}  # 37.5% > 30%
+    assert multiplier["rule_of_thumb_text"] == "1x"
+    assert multiplier["expected_open_fraction"] == data["gate"]["expected_open_fraction"]
+    assert data["top_errors"] == [{"error": "timeout", "count": 1}]  # s08's failed rollout
+    assert data["by_group"] == [] and data["group_by"] is None
+
     assert data["warnings"] == [
         "ragged rollout counts: 3 to 4 scored rollouts per sample",
         "1 rollout(s) failed (3.1%); they are excluded from every statistic",

@@ -12,6 +12,7 @@ from curate.stats.dataset import (
     compute_multiplier,
     gate_curve,
     rule_of_thumb,
+    rule_of_thumb_text,
 )
 from curate.stats.estimators import gate_open_posterior
 from tests.conftest import JSON_CONTRACT_KEYS
@@ -109,7 +110,14 @@ def test_pass_at_k_table_weights_by_samples_with_enough_rollouts(rollouts) -> No
     ],
 )
 def test_rule_of_thumb_bands(share: float, band: str) -> None:
-    assert rule_of_thumb(share) == band
+    rule = rule_of_thumb(share)
+    text = rule_of_thumb_text(rule)
+    if band == "warning":
+        assert rule == {"low": None, "high": None} and text == "none (under 10%)"
+    else:
+        low, _, high = band.partition("-")
+        assert rule == {"low": int(low), "high": int(high or low)}
+        assert text == f"{band}x"
 
 
 @pytest.mark.parametrize(
@@ -119,7 +127,9 @@ def test_rule_of_thumb_bands(share: float, band: str) -> None:
 def test_rule_of_thumb_through_the_summary(rollouts, hv: int, total: int, band: str) -> None:
     s = analyze(rollouts(population(hv, total))).summary
     assert s.high_variance_fraction == pytest.approx(hv / total)
-    assert s.compute_multiplier.rule_of_thumb == band
+    text = "none (under 10%)" if band == "warning" else f"{band}x"
+    assert s.compute_multiplier.rule_of_thumb_text == text
+    assert (s.compute_multiplier.rule_of_thumb["low"] is None) == (band == "warning")
     low_signal = any("under 10%" in w for w in s.warnings)
     assert low_signal == (band == "warning")
 

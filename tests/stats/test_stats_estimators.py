@@ -17,7 +17,7 @@ from curate.stats.estimators import (
     pass_at_k,
     wilson_interval,
 )
-from curate.stats.per_sample import gate_probability
+from curate.stats.per_sample import gate_forecast
 
 
 def comb_pass_at_k(n: int, c: int, k: int) -> float:
@@ -122,18 +122,20 @@ def test_gate_bernoulli_closed_form() -> None:
     assert gate_open_bernoulli(0.5, 1) == 0.0  # a group of one is never mixed
 
 
-def test_gate_probability_switches_on_n_versus_g() -> None:
+def test_gate_forecast_switches_on_n_versus_g() -> None:
     prior = BetaPrior(2.0, 3.0)
     # n >= G: the unbiased estimator on the observed counts, prior ignored
-    assert gate_probability(10, 8, prior, 8) == pytest.approx(1 - 1 / 45)
-    assert gate_probability(8, 8, prior, 8) == 0.0
-    # n < G: u(p~) on the smoothed pass rate (c + a) / (n + a + b)
-    p = (2 + 2.0) / (4 + 5.0)
-    assert gate_probability(4, 2, prior, 8) == pytest.approx(1 - (1 - p) ** 8 - p**8)
-    # ... which is not zero even when every observed rollout passed
+    assert gate_forecast(10, 8, prior, 8) == pytest.approx(1 - 1 / 45)
+    assert gate_forecast(8, 8, prior, 8) == 0.0
+    # n < G: the Beta-binomial posterior predictive on Beta(a + c, b + n - c)
+    a, b = 2.0 + 2, 3.0 + 2
+    all_pass = math.prod((a + i) / (a + b + i) for i in range(8))
+    all_fail = math.prod((b + i) / (a + b + i) for i in range(8))
+    assert gate_forecast(4, 2, prior, 8) == pytest.approx(1 - all_pass - all_fail)
+    assert gate_forecast(4, 2, prior, 8) == pytest.approx(gate_open_posterior(4, 2, 2.0, 3.0, 8))
+    # ... which is not zero even when every observed rollout passed, and below the plug-in
     p = (3 + 2.0) / (3 + 5.0)
-    assert gate_probability(3, 3, prior, 8) == pytest.approx(1 - (1 - p) ** 8 - p**8)
-    assert gate_probability(3, 3, prior, 8) > 0
+    assert 0 < gate_forecast(3, 3, prior, 8) < 1 - (1 - p) ** 8 - p**8
 
 
 @pytest.mark.parametrize("g", [2, 4, 8])

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from curate.stats import CATEGORIES, aggregate_rollouts, analyze, pass_at_k_columns, sample_stats
-from curate.stats.estimators import BetaPrior
+from curate.stats.estimators import BetaPrior, gate_open_posterior
 
 E = None  # an error row
 
@@ -32,8 +32,10 @@ def test_binary_sample_hand_computed(rollouts) -> None:
     assert r["worst_score"] == 0.0
     assert r["pass_rate"] == pytest.approx(0.4)
     assert r["smoothed_pass_rate"] == pytest.approx(3 / 7)  # (2 + 1) / (5 + 2)
-    p = 3 / 7  # n = 5 < G = 8: u(p~)
-    assert r["gate_open_probability"] == pytest.approx(1 - (1 - p) ** 8 - p**8)
+    # n = 5 < G = 8: the posterior predictive on Beta(1 + 2, 1 + 3)
+    all_pass = math.prod((3 + i) / (7 + i) for i in range(8))
+    all_fail = math.prod((4 + i) / (7 + i) for i in range(8))
+    assert r["gate_open_probability"] == pytest.approx(1 - all_pass - all_fail)
     assert r["category"] == "high_variance"
 
 
@@ -64,7 +66,7 @@ def test_gate_column_uses_unbiased_estimator_when_n_reaches_g(rollouts) -> None:
     assert row(stats, "c")["gate_open_probability"] == pytest.approx(1.0)
 
 
-def test_gate_column_smoothed_when_n_below_g(rollouts) -> None:
+def test_gate_column_is_the_posterior_predictive_when_n_below_g(rollouts) -> None:
     frame = rollouts({"a": [1, 1, 1], "b": [0, 1, 0, 0], "c": [0, 0, 0]})
     analysis = analyze(frame, group_size=8)
     prior = analysis.prior
@@ -72,7 +74,10 @@ def test_gate_column_smoothed_when_n_below_g(rollouts) -> None:
         p = (c + prior.alpha) / (n + prior.alpha + prior.beta)
         r = row(analysis.per_sample, sid)
         assert r["smoothed_pass_rate"] == pytest.approx(p)
-        assert r["gate_open_probability"] == pytest.approx(1 - (1 - p) ** 8 - p**8)
+        want = gate_open_posterior(n, c, prior.alpha, prior.beta, 8)
+        assert r["gate_open_probability"] == pytest.approx(want)
+        # Not the plug-in on the smoothed rate, which overstates (Jensen).
+        assert r["gate_open_probability"] < 1 - (1 - p) ** 8 - p**8
 
 
 def test_prior_is_fitted_on_the_whole_data_set(rollouts) -> None:
@@ -176,8 +181,16 @@ def test_partial_credit_gate_counts_distinct_values(rollouts) -> None:
     stats = sample_stats(frame, group_size=4)
     # a: n = 8 >= 4: 1 - C(6,4)/C(8,4) - C(2,4)/C(8,4) = 1 - 15/70
     assert row(stats, "a")["gate_open_probability"] == pytest.approx(1 - 15 / 70)
-    # b: n = 3 < 4: plug-in 1 - (3/3)^4 = 0
-    assert row(stats, "b")["gate_open_probability"] == pytest.approx(0.0)
+    # b: n = 3 < 4: the posterior predictive, over the values 0.5 and 1.0 of the data set
+    # with a Beta prior fitted per value: small, not zero (b may yet score 1.0)
+    model = analyze(frame, group_size=4).model
+    assert model.values == (0.5, 1.0)
+    half, one = model.priors
+    same = math.prod((half.alpha + 3 + i) / (half.alpha + half.beta + 3 + i) for i in range(4))
+    same += math.prod((one.alpha + i) / (one.alpha + one.beta + 3 + i) for i in range(4))
+    b = row(stats, "b")["gate_open_probability"]
+    assert b == pytest.approx(1 - same)
+    assert 0.0 < b < 1.0
 
 
 def test_category_counts_add_up_on_a_mixed_population(rollouts) -> None:

@@ -164,4 +164,4 @@ def test_seed_example_shape() -> None:
         "low_variance": 0,
     }
     assert s.high_variance_fraction == 0.15
-    assert s.compute_multiplier.rule_of_thumb == "1-2"
+    assert s.compute_multiplier.rule_of_thumb == {"low": 1, "high": 2}

@@ -3,6 +3,12 @@
 Every sample in a population shares one true pass rate p, so the mean of the per-sample
 estimates must match the closed form within sampling error (a few standard errors).
 Fixed seeds keep the tests deterministic.
+
+The second half draws each sample's pass rate (or, for partial credit, its rate of each
+score) from a known Beta (Dirichlet) population, with n above, below and around G, and
+holds every mixed-group figure curate prints (the report's headline, the per-sample
+column, the gate curve of the plot and the multiplier, the by-group shares) to the truth
+within sampling error.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ import pytest
 
 from curate.stats import analyze, gate_curve, pass_at_k_columns
 from curate.stats.estimators import gate_open_bernoulli
+from curate.stats.mixed import ScoreModel, binary_signature, mixed_probability
+from curate.stats.per_sample import GROUP
 
 SAMPLES = 3000
 Z = 4.0  # standard errors of tolerance
@@ -122,8 +130,8 @@ def test_plug_in_gate_would_be_biased() -> None:
     assert_unbiased(per_sample["gate_open_probability"].to_numpy(), truth, se, "unbiased")
 
 
-def test_smoothed_gate_below_g_is_close_for_a_homogeneous_population() -> None:
-    """n < G falls back to u(p~): not unbiased, but close when the prior is tight."""
+def test_gate_below_g_is_close_for_a_homogeneous_population() -> None:
+    """n < G: the posterior predictive; close to the truth when the prior is tight."""
     p, g = 0.3, 16
     frame = simulate(p, 8, 8, seed=11)
     gates = analyze(frame, group_size=g).per_sample["gate_open_probability"].to_numpy()
@@ -158,3 +166,170 @@ def test_gate_curve_beyond_n_is_calibrated(alpha: float, beta: float) -> None:
         assert curve[g] == pytest.approx(truth, abs=0.01), f"G={g}"
         plug_in = float(np.mean([gate_open_bernoulli(x, g) for x in smoothed]))
         assert abs(plug_in - truth) > 0.03, f"plug-in at G={g} was not biased"
+
+
+# ------------------------------------------- every printed figure on known populations
+
+POPULATION_SAMPLES = 20_000
+SIZES = [4, 8, 16, 64]
+# Rollouts per sample: all at or above G = 8, all below it, and ragged around it.
+ROLLOUT_COUNTS = [(8, 8), (4, 4), (2, 12)]
+# The priors are fitted on the data (empirical Bayes): their estimation error is a bias
+# of its own, small next to the sampling error at this size.
+FIT_SLACK = 0.004
+
+
+def long_format(scores: list[np.ndarray], groups: np.ndarray | None = None) -> pl.DataFrame:
+    """One row per rollout of each sample's scores."""
+    n = np.array([len(s) for s in scores])
+    return pl.DataFrame(
+        {
+            "sample_id": np.repeat([f"s{i:05d}" for i in range(len(scores))], n),
+            "run_idx": np.concatenate([np.arange(k, dtype=np.int32) for k in n]),
+            "score": np.concatenate(scores).astype(np.float64),
+            "error": pl.Series([None] * int(n.sum()), dtype=pl.String),
+        }
+    )
+
+
+def dirichlet_population(
+    concentration: tuple[float, ...], values: tuple[float, ...], n_lo: int, n_hi: int, seed: int
+) -> tuple[pl.DataFrame, np.ndarray]:
+    """Each sample's rate of each score value ~ Dirichlet(concentration) (two values:
+    0/1 scores with Beta pass rates); returns the rollouts and the rates."""
+    rng = np.random.default_rng(seed)
+    rates = rng.dirichlet(concentration, POPULATION_SAMPLES)
+    n = rng.integers(n_lo, n_hi + 1, POPULATION_SAMPLES)
+    # Inverse CDF per rollout: the value whose cumulative rate first exceeds a uniform.
+    row = np.repeat(np.arange(POPULATION_SAMPLES), n)
+    below = np.cumsum(rates, axis=1)[row] < rng.random(row.size)[:, None]
+    pick = np.minimum(below.sum(axis=1), len(values) - 1)
+    scores = np.split(np.asarray(values)[pick], np.cumsum(n)[:-1])
+    return long_format(scores), rates
+
+
+def per_sample_estimates(analysis, group_size: int) -> np.ndarray:
+    """`mixed_probability` of every sample in sample_id order, as the report averages it."""
+    per_sample = analysis.per_sample.sort("sample_id")
+    model: ScoreModel = analysis.model
+    if model.index is None:
+        signatures = [
+            binary_signature(n, c)
+            for n, c in per_sample.select("n_rollouts", "successes").iter_rows()
+        ]
+    else:
+        number = dict(model.index.rows())
+        signatures = [model.signatures[number[sid]] for sid in per_sample["sample_id"]]
+    once = {sig: mixed_probability(model, sig, group_size) for sig in set(signatures)}
+    return np.array([once[sig] for sig in signatures])
+
+
+def assert_calibrated(value: float, estimates: np.ndarray, truth: np.ndarray, what: str) -> None:
+    """`value` (a printed figure) within sampling error of the mean truth: Z standard
+    errors of the per-sample differences, plus the prior-fit slack."""
+    se = float(np.std(estimates - truth)) / math.sqrt(truth.size)
+    bias = value - float(np.mean(truth))
+    assert abs(bias) <= Z * se + FIT_SLACK, f"{what}: bias {bias:+.4f} (se {se:.4f})"
+
+
+def check_every_figure(frame: pl.DataFrame, rates: np.ndarray, seed: int) -> None:
+    """The headline at G = 8, the per-sample column, the gate curve at SIZES, the
+    multiplier's two shares and the by-group shares all match the truth."""
+    rng = np.random.default_rng(seed)
+    labels = rng.choice(["a", "b"], POPULATION_SAMPLES)
+    groups = pl.DataFrame({"sample_id": [f"s{i:05d}" for i in range(POPULATION_SAMPLES)]})
+    groups = groups.with_columns(pl.Series(GROUP, labels))
+    g = 8
+    analysis = analyze(frame, group_size=g, groups=groups, group_by="split")
+    summary = analysis.summary
+
+    def truth_at(size: int) -> np.ndarray:
+        return 1.0 - (rates**size).sum(axis=1)
+
+    curve = dict(
+        gate_curve(
+            analysis.per_sample, analysis.prior, SIZES, binary=analysis.binary, model=analysis.model
+        ).rows()
+    )
+    for size in SIZES:
+        estimates = per_sample_estimates(analysis, size)
+        assert curve[size] == pytest.approx(float(np.mean(estimates)), abs=1e-12)
+        assert_calibrated(curve[size], estimates, truth_at(size), f"gate curve at G={size}")
+
+    estimates, truth = per_sample_estimates(analysis, g), truth_at(g)
+    headline = summary.gate["expected_open_fraction"]
+    assert headline == curve[g]  # one number for one label
+    assert_calibrated(headline, estimates, truth, "headline")
+    column = analysis.per_sample.sort("sample_id")["gate_open_probability"].to_numpy()
+    assert column == pytest.approx(estimates, abs=1e-12)
+
+    m = summary.compute_multiplier
+    assert m.expected_open_fraction == headline
+    big = m.recommended_group_size
+    assert_calibrated(
+        m.recommended_open_fraction,
+        per_sample_estimates(analysis, big),
+        truth_at(big),
+        f"multiplier at G={big}",
+    )
+
+    by_group = {row["group"]: row for row in summary.by_group}
+    assert set(by_group) == {"a", "b"}
+    order = np.argsort([f"s{i:05d}" for i in range(POPULATION_SAMPLES)])
+    for name, row in by_group.items():
+        mask = labels[order] == name
+        assert row["samples"] == int(mask.sum())
+        assert_calibrated(
+            row["expected_open_fraction"], estimates[mask], truth[mask], f"group {name}"
+        )
+
+
+@pytest.mark.parametrize(("n_lo", "n_hi"), ROLLOUT_COUNTS)
+@pytest.mark.parametrize(("alpha", "beta"), [(0.4, 0.6), (2.0, 14.0), (0.3, 0.3)])
+def test_every_mixed_group_figure_is_calibrated_on_beta_pass_rates(
+    alpha: float, beta: float, n_lo: int, n_hi: int
+) -> None:
+    frame, rates = dirichlet_population((beta, alpha), (0.0, 1.0), n_lo, n_hi, seed=31)
+    check_every_figure(frame, rates, seed=32)
+
+
+@pytest.mark.parametrize(("n_lo", "n_hi"), ROLLOUT_COUNTS)
+@pytest.mark.parametrize(
+    "concentration", [(0.3, 0.2, 0.3), (1.0, 1.0, 1.0), (2.0, 0.5, 0.2)], ids=str
+)
+def test_every_mixed_group_figure_is_calibrated_on_partial_credit(
+    concentration: tuple[float, ...], n_lo: int, n_hi: int
+) -> None:
+    """Scores 0, 0.5 and 1 with Dirichlet rates: each value's rate is Beta-distributed,
+    which is what the per-value priors assume."""
+    frame, rates = dirichlet_population(concentration, (0.0, 0.5, 1.0), n_lo, n_hi, seed=41)
+    check_every_figure(frame, rates, seed=42)
+
+
+@pytest.mark.parametrize(("alpha", "beta"), [(0.4, 0.6), (0.3, 0.3)])
+def test_partial_credit_off_model_stays_close(alpha: float, beta: float) -> None:
+    """Partial credit as the share of 4 checks passed, p ~ Beta: no value's rate is
+    Beta-distributed, so the priors are only approximate. The headline and curve stay
+    within 2.5 points of the truth at G up to 64 with 4 rollouts per sample, where the
+    pass-rate plug-in u(p~) (what curate printed before) is 15 points or more off."""
+    rng = np.random.default_rng(51)
+    p = rng.beta(alpha, beta, POPULATION_SAMPLES)
+    checks = 4
+    frame = long_format([rng.binomial(checks, q, 4) / checks for q in p])
+    rates = np.stack(
+        [math.comb(checks, k) * p**k * (1 - p) ** (checks - k) for k in range(checks + 1)], axis=1
+    )
+    analysis = analyze(frame, group_size=16)
+    curve = dict(
+        gate_curve(
+            analysis.per_sample, analysis.prior, SIZES, binary=False, model=analysis.model
+        ).rows()
+    )
+    assert analysis.summary.gate["expected_open_fraction"] == curve[16]
+    smoothed = analysis.per_sample["smoothed_pass_rate"].to_numpy()
+    for size in SIZES:
+        truth = float(np.mean(1.0 - (rates**size).sum(axis=1)))
+        assert abs(curve[size] - truth) < 0.025, f"G={size}"
+        if size in (8, 16):
+            plug_in = float(np.mean([gate_open_bernoulli(x, size) for x in smoothed]))
+            assert abs(plug_in - truth) > 0.1, f"plug-in at G={size} was not biased"
