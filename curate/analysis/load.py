@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curate.core.outcome import DEFAULT_THRESHOLD
+from curate.stats.adaptive import nominal_runs
 from curate.stats.analysis import analyze
 from curate.stats.per_sample import (
     DEFAULT_GROUP_SIZE,
@@ -177,6 +178,7 @@ def load_analysis(
         group_size=group_size,
         adaptive=bool(manifest.get("adaptive")),
         aggregate=agg,
+        nominal_runs=nominal_runs(manifest),  # adaptive runs: model-based figures at N
     )
     return LoadedAnalysis(
         source=read,

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from curate.core.outcome import CATEGORIES, LABELS
 from curate.report.gates import GateResult
+from curate.stats.adaptive import model_based_note
 from curate.stats.dataset import DatasetSummary
 
 if TYPE_CHECKING:
@@ -128,6 +129,8 @@ def render_markdown(
         f"**Compute multiplier:** {m.recommended} "
         f"(seed rule of thumb: {m.rule_of_thumb}): {m.reason}.",
     ]
+    if note := model_based_note(s.extra):  # adaptive runs (issue 13)
+        lines += ["", f"_{note}_"]
     if s.warnings:
         lines += ["", "**Warnings**", ""] + [f"- {w}" for w in s.warnings]
     return "\n".join(lines) + "\n"
@@ -184,6 +187,8 @@ def render_table(
         f"(seed rule of thumb: {m.rule_of_thumb}) - {m.reason}",
         highlight=False,
     )
+    if note := model_based_note(s.extra):  # adaptive runs (issue 13)
+        console.print(f"[bold]note[/bold]: {note}", highlight=False)
     for w in s.warnings:
         console.print(f"[yellow]warning[/yellow]: {w}", highlight=False)
     for g in gates:

@@ -35,6 +35,7 @@ def analyze(
     group_size: int = DEFAULT_GROUP_SIZE,
     adaptive: bool = False,
     aggregate: pl.DataFrame | None = None,
+    nominal_runs: int | None = None,
 ) -> Analysis:
     """Aggregate once, fit the prior once, then the per-sample and data-set statistics.
 
@@ -42,6 +43,7 @@ def analyze(
     (`curate.analysis` computes it from the store's read); `rollouts` is then read only
     for partial-credit scores. A compressed aggregate (`load_aggregated(compress=True)`)
     gives a compressed `per_sample`: one row per distinct statistics, no sample_id.
+    `adaptive` and `nominal_runs` go to `summarize`.
     """
     agg = aggregate_rollouts(rollouts) if aggregate is None else aggregate
     prior = fit_prior(agg)
@@ -56,5 +58,6 @@ def analyze(
         group_size=group_size,
         binary=binary,
         adaptive=adaptive,
+        nominal_runs=nominal_runs,
     )
     return Analysis(per_sample=per_sample, summary=summary, prior=prior, binary=binary)
