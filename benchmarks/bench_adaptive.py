@@ -14,6 +14,12 @@
     populations are printed beside it: the gain shrinks as more of the population
     sits at p ~ 0, which no policy can open. On the tiny model the ratio is
     reported (no bar).
+(c) Figures that survive the stopping (issue 13). The adaptive run's mean score
+    (= pass@1 for 0/1 scores) and pass@2, raw (c/n: biased by stopping once mixed)
+    and model-based (`curate.stats.adaptive`, what `curate report` prints), against
+    the fixed-N run on the same outcomes and against the truth: the population's
+    mean for simulated samples; for a stored run with more than N rollouts per sample
+    (--replay-run), its figures on all of them.
 
     python benchmarks/bench_adaptive.py [--samples 20000] [--runs 8] [--no-live]
                                         [--wait 0] [--replay-run RUN] [--no-check]
@@ -47,6 +53,7 @@ from curate.engine.adaptive import (  # noqa: E402
     replay,
     run_policy,
 )
+from curate.stats import analyze  # noqa: E402
 
 PRIMARY = (2.0, 14.0)
 OTHERS = [(1.0, 9.0), (4.0, 36.0), (0.5, 4.0), (0.3, 2.0)]
@@ -55,8 +62,9 @@ BAR = 1.3
 
 def check_replay(
     sequences: Mapping[str, Sequence[float]], runs: int, round_size: int
-) -> tuple[float, Counter[str], int]:
-    """(share saved, label counts, rounds) replaying fixed-N outcomes with cap `runs`.
+) -> tuple[float, Counter[str], int, dict[str, list[float]]]:
+    """(share saved, label counts, rounds, outcomes seen) replaying fixed-N outcomes
+    with cap `runs`.
 
     Raises AssertionError when any sample's label differs from the fixed run's.
     """
@@ -67,17 +75,67 @@ def check_replay(
         assert fixed == adaptive, f"{sid}: fixed-N label {fixed}, adaptive {adaptive}"
         labels[str(fixed)] += 1
     total = sum(len(s) for s in sequences.values())
-    return 1.0 - trace.rollouts / total, labels, trace.rounds
+    return 1.0 - trace.rollouts / total, labels, trace.rounds, trace.outcomes
+
+
+def figures(
+    sequences: Mapping[str, Sequence[float]], *, adaptive: bool = False, runs: int | None = None
+) -> tuple[float, float]:
+    """(mean score, pass@2) as `curate report` computes them; `adaptive` with the
+    nominal `runs` gives the model-based figures of an adaptive run."""
+    import polars as pl
+
+    ids = [sid for sid, seq in sequences.items() for _ in seq]
+    scores = [float(x) for seq in sequences.values() for x in seq]
+    frame = pl.DataFrame(
+        {"sample_id": ids, "score": scores, "error": pl.Series([None] * len(ids), dtype=pl.String)}
+    )
+    s = analyze(frame, adaptive=adaptive, nominal_runs=runs).summary
+    assert s.mean_score is not None
+    return s.mean_score, s.pass_at_k["2"]
+
+
+def stopping_errors(
+    fixed: Mapping[str, Sequence[float]], seen: Mapping[str, Sequence[float]], runs: int
+) -> dict[str, tuple[float, float]]:
+    """(mean score, pass@2) of the fixed-N run and of the adaptive run, raw and model-based."""
+    return {
+        "fixed": figures(fixed),
+        "raw": figures(seen),
+        "model": figures(seen, adaptive=True, runs=runs),
+    }
+
+
+def print_errors(
+    name: str, got: Mapping[str, tuple[float, float]], truth: tuple[float, float]
+) -> None:
+    """One line: each figure's error against `truth`, fixed-N vs adaptive raw vs model-based."""
+    cells = []
+    for i, label in enumerate(("mean score = pass@1", "pass@2")):
+        err = {key: got[key][i] - truth[i] for key in ("fixed", "raw", "model")}
+        cells.append(
+            f"{label} {truth[i]:.4f}: fixed {err['fixed']:+.4f}, adaptive raw {err['raw']:+.4f}"
+            f", model-based {err['model']:+.4f} (vs fixed {got['model'][i] - got['fixed'][i]:+.4f})"
+        )
+    print(f"{name}: " + "; ".join(cells))
 
 
 def one_population(
-    ab: tuple[float, float], size: int, n: int, seed: int
+    ab: tuple[float, float],
+    size: int,
+    n: int,
+    seed: int,
+    errors: dict[str, tuple[float, float]] | None = None,
 ) -> tuple[dict[int, float], int, int, float]:
-    """(saved share by round size, uniform mixed, adaptive mixed, ratio) for one draw."""
+    """(saved share by round size, uniform mixed, adaptive mixed, ratio) for one draw;
+    `errors`, when given, receives (c)'s figures (`stopping_errors`)."""
     rng = random.Random(seed)
     rates = {f"s{i:06d}": rng.betavariate(*ab) for i in range(size)}
     fixed = {sid: [float(rng.random() < p) for _ in range(n)] for sid, p in rates.items()}
-    saved = {m: check_replay(fixed, n, m)[0] for m in (1, 2)}
+    replays = {m: check_replay(fixed, n, m) for m in (1, 2)}
+    saved = {m: r[0] for m, r in replays.items()}
+    if errors is not None:  # (c), on the default round size
+        errors.update(stopping_errors(fixed, replays[DEFAULT_ROUND_SIZE][3], n))
     fixed_mixed = sum(outcome_label(s) == "mixed" for s in fixed.values())
     draws = random.Random(seed + 1_000_003)
     trace = run_policy(
@@ -101,10 +159,12 @@ def simulate(args: argparse.Namespace) -> bool:
         f" {'uniform mixed':>14} {'adaptive mixed':>15} {'ratio':>7}"
     )
     primary: list[float] = []
+    stopping: dict[tuple[float, float], dict[str, tuple[float, float]]] = {}
     for ab in [PRIMARY, *OTHERS]:
         seeds = range(args.seed, args.seed + (args.repeats if ab == PRIMARY else 1))
         for seed in seeds:
-            saved, fm, am, ratio = one_population(ab, size, n, seed)
+            errors = stopping.setdefault(ab, {}) if seed == args.seed else None
+            saved, fm, am, ratio = one_population(ab, size, n, seed, errors)
             if ab == PRIMARY:
                 primary.append(ratio)
             a, b = ab
@@ -117,6 +177,13 @@ def simulate(args: argparse.Namespace) -> bool:
         f"primary Beta({PRIMARY[0]:g}, {PRIMARY[1]:g}): mean ratio over {len(primary)} draws "
         f"{mean:.3f}x (bar >= {BAR}x)"
     )
+    print(
+        f"(c) errors against the population's truth, cap {n}, round size {DEFAULT_ROUND_SIZE}: "
+        "the fixed-N run, the adaptive run's raw figures, its model-based ones (curate report)"
+    )
+    for (a, b), got in stopping.items():
+        truth = (a / (a + b), 1.0 - b * (b + 1) / ((a + b) * (a + b + 1)))
+        print_errors(f"Beta({a:g}, {b:g})", got, truth)
     return mean >= BAR
 
 
@@ -143,13 +210,23 @@ def report_replay(name: str, seqs: Mapping[str, Sequence[float]], runs: int) -> 
     if not full:
         print(f"{name}: no sample has {runs} scored rollouts; nothing to replay")
         return
+    got: dict[str, tuple[float, float]] = {}
     for m in (1, 2):
-        saved, labels, rounds = check_replay(full, runs, m)
+        saved, labels, rounds, seen = check_replay(full, runs, m)
+        if m == DEFAULT_ROUND_SIZE:
+            got = stopping_errors(full, seen, runs)
         print(
             f"{name}, round size {m}: {len(full)} samples, labels equal for all "
             f"({dict(sorted(labels.items()))}), {rounds} rounds, saved {saved:.1%} of "
             f"{len(full) * runs} rollouts"
         )
+    what = name.removeprefix("(a) ")
+    longest = min(len(seqs[sid]) for sid in full)
+    if longest > runs:  # more rollouts than N: the run's own figures on all of them
+        truth = figures({sid: seqs[sid][:longest] for sid in full})
+        print_errors(f"(c) {what}, against its {longest} rollouts per sample", got, truth)
+    else:
+        print_errors(f"(c) {what}, against the fixed-N figures", got, got["fixed"])
 
 
 @contextlib.contextmanager

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from curate.core.outcome import DEFAULT_THRESHOLD
 from curate.errors import InputError
+from curate.stats.adaptive import nominal_runs
 from curate.stats.analysis import analyze
 from curate.stats.per_sample import (
     DEFAULT_GROUP_SIZE,
@@ -206,6 +207,7 @@ def load_analysis(
         errors=read.error_messages(),
         groups=groups if per_sample else None,
         group_by=group_by if groups is not None else None,
+        nominal_runs=nominal_runs(manifest),  # adaptive runs: model-based figures at N
     )
     return LoadedAnalysis(
         source=read,

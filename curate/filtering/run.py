@@ -79,8 +79,9 @@ def filter_run(
     group_size: int = DEFAULT_GROUP_SIZE,
 ) -> FilterResult:
     """Keep the samples of `run` whose category is in `keep` (the names `curate filter
-    --keep` takes) and whose pass rate is within `pass_rate` ("LO:HI" or (lo, hi));
-    write them to `output` in `format` (default: from the suffix) and the rest to
+    --keep` takes) and whose pass rate is within `pass_rate` ("LO:HI" or (lo, hi); on
+    an adaptive run the posterior mean, as the stopping rule biases raw rates); write
+    them to `output` in `format` (default: from the suffix) and the rest to
     `rejects_path(output)`, all files or none.
 
     `data` gives the original samples of a bare score table (`split`, `id_field` pick
@@ -149,6 +150,8 @@ def filter_run(
     plan_frame = read_table(plan_path) if plan_path is not None else None
     if id_field is None:
         id_field = "sample_id" if samples is None or "sample_id" in samples.columns else "id"
+    if (loaded.manifest or {}).get("adaptive"):
+        spec = replace(spec, rate_column="smoothed_pass_rate")  # issue 13
     decisions = decide(loaded.per_sample, spec)
     rows = attach_fields(decisions, samples, id_field=id_field, source=data or run)
     kept = rows.filter(pl.col("kept")).drop("kept", "drop_reason")

@@ -35,6 +35,9 @@ STAT_COLUMNS = (
 class FilterSpec:
     keep: frozenset[str] = field(default_factory=lambda: frozenset({"high_variance"}))
     pass_rate: tuple[float, float] | None = None
+    # The rate --pass-rate bounds: the raw c/n, or on an adaptive run the posterior mean
+    # (a sample stopped once mixed has a c/n biased toward 1/2: issue 13).
+    rate_column: str = "pass_rate"
 
 
 def parse_keep(values: list[str]) -> frozenset[str]:
@@ -75,9 +78,14 @@ def decide(per_sample: pl.DataFrame, spec: FilterSpec) -> pl.DataFrame:
     )
     if spec.pass_rate is not None:
         lo, hi = spec.pass_rate
-        rate = pl.col("pass_rate")
+        rate = pl.col(spec.rate_column)
         reason = reason.when((rate < lo) | (rate > hi)).then(
-            pl.format("pass_rate {} outside [{}, {}]", rate.round(4), pl.lit(lo), pl.lit(hi))
+            pl.format(
+                f"{spec.rate_column} {{}} outside [{{}}, {{}}]",
+                rate.round(4),
+                pl.lit(lo),
+                pl.lit(hi),
+            )
         )
     return per_sample.with_columns(reason.otherwise(None).alias("drop_reason")).with_columns(
         pl.col("drop_reason").is_null().alias("kept")

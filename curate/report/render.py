@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 from curate.core.outcome import CATEGORIES, LABELS
 from curate.report.gates import GateResult
+from curate.stats.adaptive import model_based_note
 from curate.stats.dataset import (
     MAX_MULTIPLIER,
     MULTIPLIER_MIN_GAIN,
@@ -251,6 +252,8 @@ def render_markdown(
         ]
     head, detail = multiplier_lines(s.compute_multiplier, s.high_variance_fraction)
     lines += ["", f"**Compute multiplier:** {head}", ""] + [f"- {line}" for line in detail]
+    if note := model_based_note(s.extra):  # adaptive runs (issue 13)
+        lines += ["", f"_{note}_"]
     if s.warnings:
         lines += ["", "**Warnings**", ""] + [f"- {w}" for w in s.warnings]
     return "\n".join(lines) + "\n"
@@ -332,6 +335,8 @@ def render_table(
     console.print(f"[bold]compute multiplier[/bold]: {head}", highlight=False)
     for line in detail:
         console.print(f"  {line}", highlight=False)
+    if note := model_based_note(s.extra):  # adaptive runs (issue 13)
+        console.print(f"[bold]note[/bold]: {note}", highlight=False)
     for w in s.warnings:
         console.print(f"[yellow]warning[/yellow]: {w}", highlight=False)
     for gate in gates:

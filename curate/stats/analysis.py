@@ -44,6 +44,7 @@ def analyze(
     errors: pl.Series | None = None,
     groups: pl.DataFrame | None = None,
     group_by: str | None = None,
+    nominal_runs: int | None = None,
 ) -> Analysis:
     """Aggregate once, fit the priors once, then the per-sample and data-set statistics.
 
@@ -56,6 +57,7 @@ def analyze(
 
     `groups` (sample_id, group: a sample's value of the column `group_by`) gives the
     summary's `by_group` breakdown; an aggregate may carry the `group` column already.
+    `adaptive` and `nominal_runs` go to `summarize`.
     """
     import polars as pl
 
@@ -78,6 +80,7 @@ def analyze(
         binary=binary,
         adaptive=adaptive,
         model=model,
+        nominal_runs=nominal_runs,
     )
     if summary.errors and errors is None:
         errors = (

@@ -9,10 +9,12 @@ here weights a row by the samples it stands for. Every mixed-group figure averag
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from curate.core.outcome import CATEGORIES
+from curate.stats import adaptive as adaptive_stats
 from curate.stats.estimators import BetaPrior, pass_at_k
 from curate.stats.mixed import ScoreModel, mixed_curve, signature_histogram
 from curate.stats.per_sample import (
@@ -201,14 +203,20 @@ def compute_multiplier(
     prior: BetaPrior,
     binary: bool,
     model: ScoreModel | None = None,
+    open_fractions: Mapping[int, float] | None = None,
 ) -> ComputeMultiplier:
     """Smallest m such that going to group size G*(m+1) opens < 2% more groups, on the
-    same curve as the report's headline and the gate plot (`gate_curve`)."""
+    same curve as the report's headline and the gate plot (`gate_curve`).
+
+    `open_fractions` (group size -> expected mixed share) replaces the gate curve:
+    an adaptive run passes its model-based one (`curate.stats.adaptive`)."""
     sizes = [group_size * m for m in range(1, MAX_MULTIPLIER + 2)]
     fractions = gate_curve(per_sample, prior, sizes, binary=binary, model=model)
     curve = dict(
         zip(range(1, MAX_MULTIPLIER + 2), fractions["expected_open_fraction"], strict=True)
     )
+    if open_fractions is not None:  # adaptive run (issue 13)
+        curve = {m: open_fractions[group_size * m] for m in curve}
     recommended = MAX_MULTIPLIER
     for m in range(1, MAX_MULTIPLIER + 1):
         if curve[m + 1] - curve[m] < MULTIPLIER_MIN_GAIN:
@@ -312,9 +320,14 @@ def summarize(
     binary: bool,
     adaptive: bool = False,
     model: ScoreModel | None = None,
+    nominal_runs: int | None = None,
 ) -> DatasetSummary:
     """The data-set summary that `curate report` prints and gates on. `model` as for
-    `gate_curve`; the headline mixed share is the multiplier curve's value at G."""
+    `gate_curve`; the headline mixed share is the multiplier curve's value at G.
+
+    `adaptive`: the run stopped samples once mixed; with 0/1 scores its population
+    figures are then model-based at `nominal_runs` (default: the most rollouts any
+    sample has), see `curate.stats.adaptive`."""
     import polars as pl
 
     weighted = with_multiplicity(per_sample)
@@ -349,8 +362,44 @@ def summarize(
     # more than the smallest N are a biased subset: keep k within every sample's N.
     min_n = int(means["n_min"] or 0)
     passk = pass_at_k_table(per_sample, list(range(1, min_n + 1)) if adaptive and min_n else None)
+    pass_k = {str(k): v for k, v, _ in passk.rows()}
+    # -- adaptive runs (issue 13): figures calibrated under the stopping rule --------
+    # Raw rates of samples stopped once mixed are biased; every population figure is
+    # replaced by its model-based value (curate.stats.adaptive), named in `model_based`.
+    open_fractions: dict[int, float] | None = None
+    model_extra: dict[str, Any] = {}
+    if adaptive and binary and samples:
+        fig = adaptive_stats.adaptive_figures(
+            pair_histogram(scored),
+            prior,
+            nominal_runs=nominal_runs or int(means["n_max"]),
+            group_size=group_size,
+            threshold=threshold,
+            group_sizes=[group_size * m for m in range(1, MAX_MULTIPLIER + 2)],
+        )
+        mean_score, best_of_n, hv_fraction = (
+            fig.mean_score,
+            fig.best_of_n,
+            fig.high_variance_fraction,
+        )
+        gain = best_of_n - mean_score
+        relative = gain / mean_score if mean_score else None
+        pass_k = {str(k): v for k, v in fig.pass_at_k.items()}
+        open_fractions = fig.open_fractions
+        model_extra = {
+            "model_based": list(adaptive_stats.MODEL_BASED),
+            "estimator": adaptive_stats.ESTIMATOR,
+            "nominal_runs": fig.nominal_runs,
+        }
+    # -- end adaptive -------------------------------------------------------------
     multiplier = compute_multiplier(
-        per_sample, group_size, hv_fraction, prior=prior, binary=binary, model=model
+        per_sample,
+        group_size,
+        hv_fraction,
+        prior=prior,
+        binary=binary,
+        model=model,
+        open_fractions=open_fractions,
     )
     summary = DatasetSummary(
         samples=samples,
@@ -365,7 +414,7 @@ def summarize(
         high_variance_fraction=hv_fraction,
         threshold=threshold,
         categories=counts,
-        pass_at_k={str(k): v for k, v, _ in passk.rows()},
+        pass_at_k=pass_k,
         # The multiplier's own value at G: one number for one label, wherever it is shown.
         gate={
             "group_size": group_size,
@@ -380,6 +429,7 @@ def summarize(
         binary_scores=binary,
         prior={"alpha": prior.alpha, "beta": prior.beta},
         by_group=group_breakdown(per_sample),
+        extra=model_extra,
     )
     summary.warnings = _warnings(summary, scored, adaptive=adaptive)
     return summary

@@ -1,0 +1,227 @@
+"""Data-set figures of an adaptive run that survive optional stopping (issue 13).
+
+`curate eval --adaptive` stops drawing a sample once its outcomes are mixed, so a
+stopped sample's c/n is biased (a sample at p = 0.05 that passes on its second draw
+stops at 1/2), and so is every figure built on raw rates: mean score, pass@k, the
+gate's fixed-n estimator, the high-variance split.
+
+What survives: the likelihood of an observed outcome sequence, prod p^c (1-p)^(n-c),
+does not involve a stopping rule that looks only at past outcomes. So the Beta prior
+fitted by beta-binomial likelihood (`fit_beta_prior`; its binomial coefficient, if it
+had one, would be a factor free of the prior's parameters, so the MLE is the same)
+and each sample's posterior Beta(a + c, b + n - c) are valid as they are.
+
+Every figure here is the one a fixed-N run would print (N: the run's nominal rollouts
+per sample, its cap), in expectation given what the adaptive run saw:
+
+    figure = mean over samples of E[T_N(c + X) | n, c],  X ~ BetaBinomial(N - n, a + c, b + n - c)
+
+where T_N(C) is the fixed-N run's per-sample estimator at C passes in N (C/N for the
+mean score, unbiased pass@k, 1[C > 0] for best-of-N, the unbiased gate where N >= G
+and the posterior predictive beyond, the high-variance test on C/N). By the tower
+property each sample's term has the expectation of the fixed-N estimator, so the
+figure is unbiased for what that estimator estimates (E[p], E[1 - (1-p)^k], ...) when
+the prior fits the population. A sample that reached N is exactly its fixed-N term
+(no model); one that stopped early (necessarily mixed) is completed by the posterior
+predictive of the draws it skipped. Samples with more than N rollouts (a budget with
+no cap) use the posterior expectation of the figure's target: E[p], E[1 - (1-p)^k]...
+Labels (always correct / always incorrect / mixed) are exact at the cap and not
+touched. Pure functions of the (n, c, samples) histogram and the prior.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from curate.core.outcome import VARIANCE_TOLERANCE
+from curate.stats.estimators import BetaPrior, gate_open_posterior, gate_open_unbiased, pass_at_k
+
+# The summary keys (`DatasetSummary.to_dict()`) whose values are model-based on an
+# adaptive run, and the note that says how.
+MODEL_BASED: tuple[str, ...] = (
+    "mean_score",
+    "best_of_n",
+    "potential_gain",
+    "relative_gain",
+    "high_variance_fraction",
+    "pass_at_k",
+    "gate",
+    "compute_multiplier",
+)
+ESTIMATOR = (
+    "adaptive run: stopping a sample once it is mixed biases its raw pass rate c/n; each "
+    "figure is the expected value of the fixed-N run's estimator at the nominal N, given "
+    "the outcomes seen, under the empirical-Bayes Beta prior (a sample that stopped early "
+    "is completed by its posterior Beta(a+c, b+n-c), which the stopping rule leaves valid; "
+    "one that reached N counts as observed); the category labels are exact"
+)
+
+Histogram = Sequence[tuple[int, int, int]]
+
+
+@dataclass(frozen=True)
+class AdaptiveFigures:
+    """The model-based figures of one adaptive run (see the module docstring)."""
+
+    nominal_runs: int
+    mean_score: float
+    best_of_n: float
+    pass_at_k: dict[int, float]
+    gate: float  # expected share of mixed groups at `group_size`
+    high_variance_fraction: float
+    open_fractions: dict[int, float]  # group size -> expected mixed share (multiplier curve)
+
+
+def beta_moment(a: float, b: float, k: int) -> float:
+    """E[p^k] under Beta(a, b): B(a + k, b) / B(a, b) = prod_{i<k} (a + i) / (a + b + i)."""
+    out = 1.0
+    for i in range(k):
+        out *= (a + i) / (a + b + i)
+    return out
+
+
+def beta_binomial_pmf(m: int, a: float, b: float) -> list[float]:
+    """P(X = x), x = 0..m, for X ~ BetaBinomial(m, a, b): the posterior predictive count
+    of passes in m more draws of a sample whose pass rate has posterior Beta(a, b)."""
+    log_beta0 = math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+    pmf = [
+        math.exp(
+            math.lgamma(m + 1)
+            - math.lgamma(x + 1)
+            - math.lgamma(m - x + 1)
+            + math.lgamma(x + a)
+            + math.lgamma(m - x + b)
+            - math.lgamma(m + a + b)
+            - log_beta0
+        )
+        for x in range(m + 1)
+    ]
+    total = sum(pmf)  # 1 up to rounding; renormalised so the weights sum to exactly 1
+    return [q / total for q in pmf]
+
+
+def completed(
+    hist: Histogram,
+    prior: BetaPrior,
+    nominal: int,
+    at_nominal: Sequence[float],
+    beyond: Callable[[float, float], float],
+    observed: Callable[[int, int], float] | None = None,
+) -> float:
+    """Mean over samples of E[T_N(C) | n, c] (the module docstring's figure).
+
+    `at_nominal[C]` is T_N at C passes in N = `nominal`; `beyond(a', b')` the posterior
+    expectation of T's target for a sample with n > N; `observed(n, c)`, when given,
+    replaces it there (a figure defined by the sample's own label).
+    """
+    total = weight = 0.0
+    for n, c, w in hist:
+        if n <= 0 or w <= 0:
+            continue
+        a, b = prior.alpha + c, prior.beta + n - c
+        if n <= nominal:
+            # C = c + X: the passes a fixed-N run would have seen, X of them still unseen.
+            pmf = beta_binomial_pmf(nominal - n, a, b)
+            value = sum(q * at_nominal[c + x] for x, q in enumerate(pmf))
+        else:
+            value = observed(n, c) if observed is not None else beyond(a, b)
+        total += w * value
+        weight += w
+    return total / weight if weight else math.nan
+
+
+def high_variance(c: int, n: int, threshold: float) -> bool:
+    """The high-variance test of `category_expr` for c passes in n binary outcomes."""
+    if c <= 0 or c >= n:
+        return False
+    rate = c / n
+    return rate * (1.0 - rate) > threshold + VARIANCE_TOLERANCE
+
+
+def adaptive_figures(
+    hist: Histogram,
+    prior: BetaPrior,
+    *,
+    nominal_runs: int,
+    group_size: int,
+    threshold: float,
+    group_sizes: Iterable[int] = (),
+) -> AdaptiveFigures:
+    """Every model-based figure of an adaptive run from its (n, c, samples) histogram
+    of scored samples (0/1 scores) and the prior fitted on it."""
+    big_n = max(1, nominal_runs)
+    passes = range(big_n + 1)
+
+    def gate_at(g: int) -> float:
+        # What a fixed-N run uses per sample (`gate_forecast`): unbiased where N >= G,
+        # the posterior predictive beyond; both have expectation E[u_G(p)].
+        if big_n >= g:
+            table = [gate_open_unbiased(big_n, c, g) for c in passes]
+        else:
+            table = [gate_open_posterior(big_n, c, prior.alpha, prior.beta, g) for c in passes]
+        return completed(hist, prior, big_n, table, lambda a, b: gate_open_posterior(0, 0, a, b, g))
+
+    def pass_at(k: int) -> float:
+        table = [pass_at_k(big_n, c, k) for c in passes]
+        return completed(hist, prior, big_n, table, lambda a, b: 1.0 - beta_moment(b, a, k))
+
+    pass_k = {k: pass_at(k) for k in range(1, big_n + 1)}
+    high = completed(
+        hist,
+        prior,
+        big_n,
+        [float(high_variance(c, big_n, threshold)) for c in passes],
+        lambda a, b: math.nan,
+        observed=lambda n, c: float(high_variance(c, n, threshold)),
+    )
+    sizes = sorted({group_size, *group_sizes})
+    curve = {g: gate_at(g) for g in sizes}
+    return AdaptiveFigures(
+        nominal_runs=big_n,
+        mean_score=pass_k[1],  # pass@1 = C/N in expectation: the mean score of 0/1 scores
+        best_of_n=pass_k[big_n],  # unbiased pass@N at C passes in N is 1[C > 0]
+        pass_at_k=pass_k,
+        gate=curve[group_size],
+        high_variance_fraction=high,
+        open_fractions=curve,
+    )
+
+
+def nominal_runs(manifest: Mapping[str, Any] | None) -> int | None:
+    """An adaptive run's nominal rollouts per sample: its policy's cap, else the
+    run's --runs (a budget with no cap); None when the manifest gives neither."""
+    if not manifest:
+        return None
+    policy = manifest.get("adaptive_policy") or {}
+    for value in (policy.get("max_runs"), manifest.get("runs")):
+        if isinstance(value, int) and value >= 1:
+            return value
+    return None
+
+
+_READABLE = {
+    "mean_score": "mean score",
+    "best_of_n": "best-of-N",
+    "potential_gain": "potential and relative gain",
+    "high_variance_fraction": "high-variance share",
+    "pass_at_k": "pass@k",
+    "gate": "mixed groups",
+    "compute_multiplier": "compute multiplier",
+}
+
+
+def model_based_note(summary: Mapping[str, Any]) -> str | None:
+    """The report's one line on an adaptive run's model-based figures (None otherwise);
+    `summary` is `DatasetSummary.to_dict()`."""
+    names = summary.get("model_based")
+    if not names:
+        return None
+    shown = [_READABLE[name] for name in names if name in _READABLE]
+    return (
+        f"adaptive run: {', '.join(shown)} are model-based at N = {summary.get('nominal_runs')} "
+        "(sampling stopped once a sample was mixed, which biases raw pass rates; estimated "
+        "under the fitted Beta prior); category counts are exact"
+    )
