@@ -52,8 +52,15 @@ def plot_run(
         # The user's G is on the curve itself, so the marked value is computed, not
         # interpolated: the number `curate report` prints for "mixed groups at G".
         sizes = sorted({*GATE_CURVE_SIZES, group_size})
+        # An adaptive run's curve is model-based, as its report's figures are.
+        adaptive_n = loaded.summary.extra.get("nominal_runs")
         curve = gate_curve(
-            loaded.per_sample, loaded.prior, sizes, binary=loaded.binary, model=loaded.model
+            loaded.per_sample,
+            loaded.prior,
+            sizes,
+            binary=loaded.binary,
+            model=loaded.model,
+            nominal_runs=adaptive_n if isinstance(adaptive_n, int) else None,
         )
         fig = gate_figure(curve, group_size=group_size)
     if output is None and run.is_dir():

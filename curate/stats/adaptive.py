@@ -141,6 +141,20 @@ def high_variance(c: int, n: int, threshold: float) -> bool:
     return rate * (1.0 - rate) > threshold + VARIANCE_TOLERANCE
 
 
+def adaptive_gate(hist: Histogram, prior: BetaPrior, nominal_runs: int, group_size: int) -> float:
+    """Mixed groups at `group_size` for an adaptive run (0/1 scores): what a fixed-N run
+    uses per sample (unbiased where N >= G, the posterior predictive beyond; both have
+    expectation E[u_G(p)]), completed from each stopped sample's posterior. The one
+    function behind the headline, the multiplier and the gate plot of such a run."""
+    big_n, g = max(1, nominal_runs), group_size
+    passes = range(big_n + 1)
+    if big_n >= g:
+        table = [gate_open_unbiased(big_n, c, g) for c in passes]
+    else:
+        table = [gate_open_posterior(big_n, c, prior.alpha, prior.beta, g) for c in passes]
+    return completed(hist, prior, big_n, table, lambda a, b: gate_open_posterior(0, 0, a, b, g))
+
+
 def adaptive_figures(
     hist: Histogram,
     prior: BetaPrior,
@@ -156,13 +170,7 @@ def adaptive_figures(
     passes = range(big_n + 1)
 
     def gate_at(g: int) -> float:
-        # What a fixed-N run uses per sample (`gate_forecast`): unbiased where N >= G,
-        # the posterior predictive beyond; both have expectation E[u_G(p)].
-        if big_n >= g:
-            table = [gate_open_unbiased(big_n, c, g) for c in passes]
-        else:
-            table = [gate_open_posterior(big_n, c, prior.alpha, prior.beta, g) for c in passes]
-        return completed(hist, prior, big_n, table, lambda a, b: gate_open_posterior(0, 0, a, b, g))
+        return adaptive_gate(hist, prior, big_n, g)
 
     def pass_at(k: int) -> float:
         table = [pass_at_k(big_n, c, k) for c in passes]

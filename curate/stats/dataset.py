@@ -143,20 +143,26 @@ def gate_curve(
     *,
     binary: bool = True,
     model: ScoreModel | None = None,
+    nominal_runs: int | None = None,
 ) -> pl.DataFrame:
     """Expected share of samples whose group of size G is mixed (rewards not all
     equal), per G: the sample mean of `mixed_probability` (unbiased where a sample has
     n >= G rollouts, the calibrated posterior predictive beyond).
 
     `model` is the analysis' `ScoreModel`; 0/1 scores may leave it out (it follows from
-    `prior`), partial credit may not."""
+    `prior`), partial credit may not. `nominal_runs`: an adaptive run's N (0/1 scores),
+    whose curve is model-based (`curate.stats.adaptive.adaptive_gate`)."""
     import polars as pl
 
-    if model is None:
-        if not binary:
-            raise ValueError("partial-credit scores need the ScoreModel of their analysis")
-        model = ScoreModel.binary(prior)
-    values = mixed_curve(model, signature_histogram(model, per_sample), group_sizes)
+    if nominal_runs is not None and binary:
+        hist = pair_histogram(per_sample, scored_only=True)
+        values = [adaptive_stats.adaptive_gate(hist, prior, nominal_runs, g) for g in group_sizes]
+    else:
+        if model is None:
+            if not binary:
+                raise ValueError("partial-credit scores need the ScoreModel of their analysis")
+            model = ScoreModel.binary(prior)
+        values = mixed_curve(model, signature_histogram(model, per_sample), group_sizes)
     return pl.DataFrame(
         list(zip(group_sizes, values, strict=True)),
         schema={"group_size": pl.Int64, "expected_open_fraction": pl.Float64},

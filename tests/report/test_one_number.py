@@ -122,3 +122,42 @@ def test_gate_plot_marks_a_group_size_off_the_default_curve(
     texts = [t.get_text() for t in figures[0].axes[0].texts]
     want = f"{build_report(path, group_size=10).summary.gate['expected_open_fraction']:.1%}"
     assert any(t.startswith(f"mixed groups at G=10: {want}") for t in texts)
+
+
+def test_an_adaptive_runs_plot_shows_its_model_based_figure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An adaptive run's headline is model-based (issue 13); its gate plot must mark the
+    same figure, not the raw-rate curve."""
+    from curate.engine.adaptive.policy import AdaptivePolicy, replay
+    from curate.store.run_dir import RolloutStore
+
+    rng = np.random.default_rng(3)
+    rates = rng.beta(2, 14, size=80)
+    sequences = {
+        f"s{i:02d}": [float(rng.random() < p) for _ in range(8)] for i, p in enumerate(rates)
+    }
+    trace = replay(AdaptivePolicy(max_runs=8), sequences)
+    rows = [
+        (sid, r, score)
+        for sid, outcomes in trace.outcomes.items()
+        for r, score in enumerate(outcomes)
+    ]
+    store = RolloutStore(tmp_path / "run")
+    store.create()
+    store.write_manifest(
+        {
+            "model": "m",
+            "backend": "fake",
+            "runs": 8,
+            "adaptive": True,
+            "adaptive_policy": {"max_runs": 8},
+        }
+    )
+    frame = pl.DataFrame(rows, schema=["sample_id", "run_idx", "score"], orient="row").with_columns(
+        pl.col("run_idx").cast(pl.Int32), pl.lit(None, dtype=pl.String).alias("error")
+    )
+    store.append(frame)
+    s = build_report(store.run_dir, group_size=G).summary
+    assert s.extra.get("model_based")  # the run is read as adaptive
+    assert plotted_value(store.run_dir, monkeypatch) == f"{s.gate['expected_open_fraction']:.1%}"
