@@ -39,6 +39,18 @@ def _vllm_eval_args(run: Path, *extra: str) -> list[str]:
     ]
 
 
+def wait_for_shards(proc: subprocess.Popen[str], run: Path, count: int, timeout: float) -> None:
+    """Wait until the running eval `proc` has written `count` shards into `run`; it
+    must still be running then (to be killed or interrupted mid-run)."""
+    shards = run / "rollouts"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if shards.is_dir() and len(list(shards.glob("part-*.parquet"))) >= count:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "eval finished before it could be stopped"
+
+
 def _curate(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "curate", *args],
@@ -120,14 +132,8 @@ def test_resume_after_kill_9_loses_nothing_and_duplicates_nothing(tmp_path: Path
     proc = subprocess.Popen(
         args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
     )
-    shards = run / "rollouts"
-    deadline = time.monotonic() + 300
     try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            if shards.is_dir() and len(list(shards.glob("part-*.parquet"))) >= 3:
-                break
-            time.sleep(0.05)
-        assert proc.poll() is None, "eval finished before it could be killed"
+        wait_for_shards(proc, run, 3, timeout=300)
         os.killpg(proc.pid, signal.SIGKILL)  # the engine's workers too
         proc.wait(timeout=30)
     finally:
