@@ -41,6 +41,11 @@ ROOT = Path(__file__).resolve().parent.parent
 CHARS = [*string.digits, *string.ascii_letters, *string.punctuation, " ", "\n"]
 SPECIAL = ["<pad>", "<unk>", "<s>", "</s>"]
 ROLE_TOKENS = ["<|system|>", "<|user|>", "<|assistant|>"]
+# The context the saved model declares. Training never goes past ~60 positions (prompt and
+# answer), and RoPE needs no learned position table, so this costs nothing; 512 lets
+# `curate eval`'s default max_tokens (256) fit next to a prompt when the model is served
+# (vLLM's server refuses prompt + max_tokens beyond the context with a 400).
+MAX_POSITIONS = 512
 
 # Jinja chat template. A prompt renders as "<s><|user|>What is 3 + 4?\n<|assistant|>" and the
 # assistant answer ("7") follows immediately, terminated by "</s>". An optional system message
@@ -92,7 +97,7 @@ def build_tokenizer():
         pad_token="<pad>",
         unk_token="<unk>",
         additional_special_tokens=ROLE_TOKENS,
-        model_max_length=128,
+        model_max_length=MAX_POSITIONS,
         padding_side="left",
         clean_up_tokenization_spaces=False,
     )
@@ -194,7 +199,7 @@ def main() -> None:
         num_attention_heads=args.heads,
         num_key_value_heads=args.heads,
         head_dim=args.hidden // args.heads,
-        max_position_embeddings=128,
+        max_position_embeddings=MAX_POSITIONS,
         rms_norm_eps=1e-5,
         rope_theta=10000.0,
         tie_word_embeddings=True,

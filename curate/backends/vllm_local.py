@@ -28,7 +28,7 @@ from curate.backends.base import (
     Mode,
     SamplingConfig,
 )
-from curate.backends.vllm_options import VllmOptions
+from curate.backends.vllm_options import VllmOptions, engine_dtype, local_config
 from curate.errors import RunError, one_line
 
 # On the CPU build the "GPU memory" fraction is a share of a NUMA node's RAM, and
@@ -40,18 +40,17 @@ CPU_KV_CACHE_BYTES = 1 << 30
 # max_num_seqs * max_model_len tokens means no prompt is ever split; this caps it.
 CPU_MAX_BATCHED_TOKENS = 1 << 16
 CPU_MAX_SEQS = 256
+# How long the engine core may take to stop after SIGTERM before vLLM force-kills it
+# ("force killing remaining processes"). vLLM's default is 5 s, but the core itself
+# waits up to VLLM_WORKER_SHUTDOWN_TIMEOUT_SECONDS (5) for its workers and then frees
+# its memory: about 4.5 s on an idle 2-core machine, more under load. This is a cap,
+# not a wait: a clean stop returns as soon as the processes have exited.
+SHUTDOWN_GRACE_S = 25.0
 
 
 def _config_max_len(model: str) -> int | None:
     """max_position_embeddings from a local model's config.json, if there is one."""
-    import json
-    from pathlib import Path
-
-    config = Path(model) / "config.json"
-    try:
-        value = json.loads(config.read_text(encoding="utf-8")).get("max_position_embeddings")
-    except (OSError, ValueError):
-        return None
+    value = local_config(model).get("max_position_embeddings")
     return int(value) if isinstance(value, int | float) and value > 0 else None
 
 
@@ -145,14 +144,14 @@ def open_vllm(
     from vllm import LLM
 
     opts = options if options is not None else VllmOptions.parse(given)
+    on_cpu = _on_cpu()
     kwargs: dict[str, Any] = {
         "model": model,
         "tensor_parallel_size": opts.tensor_parallel_size,
-        "dtype": opts.dtype,
+        "dtype": engine_dtype(model, opts.dtype, on_cpu),
         "trust_remote_code": opts.trust_remote_code,
         "seed": seed,
     }
-    on_cpu = _on_cpu()
     if opts.kv_cache_memory_gb is not None:
         kwargs["kv_cache_memory_bytes"] = int(opts.kv_cache_memory_gb * (1 << 30))
     elif opts.gpu_memory_utilization is not None:
@@ -175,13 +174,27 @@ def open_vllm(
 
 
 def _shutdown(llm: Any) -> None:
-    """Stop the engine's worker processes and free its memory."""
+    """Stop the engine's processes cleanly and free its memory.
+
+    vLLM 0.32's `LLM` has no shutdown of its own; its engine (`LLMEngine`) holds a
+    renderer (a thread pool) and the engine-core client, whose `shutdown(timeout)`
+    sends the core SIGTERM, waits for it to exit, then closes the sockets. Without a
+    timeout it waits 5 s and then force-kills a core that is still stopping its
+    workers and freeing memory ("force killing remaining processes"), which can leave
+    its shared memory behind. vLLM's own tensorizer makes the same two calls with a
+    longer grace.
+    """
     engine = getattr(llm, "llm_engine", None)
-    for target in (llm, engine, getattr(engine, "engine_core", None)):
-        stop = getattr(target, "shutdown", None)
-        if callable(stop):
-            with contextlib.suppress(Exception):
-                stop()
-            break
-    del llm
+    renderer = getattr(engine, "renderer", None)
+    if renderer is not None:
+        with contextlib.suppress(Exception):
+            renderer.shutdown()
+    core = getattr(engine, "engine_core", None)
+    if core is not None:
+        from vllm import envs
+
+        timeout = envs.VLLM_WORKER_SHUTDOWN_TIMEOUT_SECONDS + SHUTDOWN_GRACE_S
+        with contextlib.suppress(Exception):
+            core.shutdown(timeout=timeout)
+    del llm, engine, renderer, core
     gc.collect()

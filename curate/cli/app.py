@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sys
 from typing import Annotated
 
@@ -16,6 +17,14 @@ from curate.cli import eval as eval_cmd
 from curate.cli import filter as filter_cmd
 from curate.cli import plot as plot_cmd
 from curate.cli import report as report_cmd
+
+# Help wider than this is hard to read on a wide terminal (rich fills the whole width):
+# typer's TERMINAL_WIDTH caps it, never above the terminal's own width. A width the user
+# sets in TERMINAL_WIDTH stands.
+HELP_MAX_WIDTH = 100
+if not os.environ.get("TERMINAL_WIDTH"):
+    _columns = shutil.get_terminal_size((80, 24)).columns
+    os.environ["TERMINAL_WIDTH"] = str(max(40, min(HELP_MAX_WIDTH, _columns)))
 
 app = typer.Typer(
     name="curate",

@@ -27,6 +27,12 @@ def fail(message: str, code: int) -> typer.Exit:
     return typer.Exit(code)
 
 
+def _notes(exc: BaseException) -> str:
+    """The exception's one-line notes, each as ' (note)' (e.g. where the engine log is)."""
+    notes = getattr(exc, "__notes__", None) or []
+    return "".join(f" ({note})" for note in notes if isinstance(note, str) and "\n" not in note)
+
+
 def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
     """Decorator for commands: CurateError -> its exit code; anything else -> exit 1."""
 
@@ -45,17 +51,22 @@ def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
         except CurateError as exc:
             if debug_enabled():
                 raise
-            raise fail(str(exc), exc.exit_code) from None
-        except KeyboardInterrupt:
+            raise fail(str(exc) + _notes(exc), exc.exit_code) from None
+        except KeyboardInterrupt as exc:
             if debug_enabled():
                 raise
-            raise fail("interrupted", 130) from None
+            # Not an error: the user stopped it. The message may say what was kept
+            # (curate.engine.evaluate.Interrupted).
+            print(f"curate: {str(exc) or 'interrupted'}", file=sys.stderr)
+            raise typer.Exit(130) from None
         except Exception as exc:
             if debug_enabled():
                 raise
             first = one_line(exc)
             raise fail(
-                f"{type(exc).__name__}: {first} (set CURATE_DEBUG=1 for the traceback)", 1
+                f"{type(exc).__name__}: {first}{_notes(exc)} "
+                "(set CURATE_DEBUG=1 for the traceback)",
+                1,
             ) from None
 
     return wrapper

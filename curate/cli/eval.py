@@ -12,7 +12,7 @@ import typer
 from curate.backends.openai_options import OpenAIOptions
 from curate.backends.options import BackendOptions, flag_name
 from curate.backends.vllm_options import VllmOptions
-from curate.cli.errors import handle_errors
+from curate.cli.errors import debug_enabled, handle_errors
 from curate.engine.spec import DEFAULT_CHUNK_SIZE
 from curate.errors import UsageError
 
@@ -24,14 +24,43 @@ if TYPE_CHECKING:
 FLAG_SCHEMAS: dict[str, type[BackendOptions]] = {"vllm": VllmOptions, "openai": OpenAIOptions}
 
 
+# Help panels of `curate eval`, in the order they print (after Arguments and Options);
+# the backends' panels come from their schemas.
+PROMPTS = "Data and prompts"
+SAMPLING = "Sampling"
+GRADING = "Grading"
+RUN = "Run directory and output"
+ADAPTIVE = "Adaptive evaluation"
+
+
 def _flag(schema: type[BackendOptions], name: str) -> Any:
-    """A typer option for one schema field: its help, range and help panel."""
+    """A typer option for one schema field: its help, range and help panel. A boolean
+    that defaults to False gets no --no-X twin (it would only widen the help)."""
+    field = schema._field(name)
+    help = schema.flag_help(name)
+    if schema.panel and help.startswith(f"{schema.label}: "):
+        help = help[len(schema.label) + 2 :]  # the panel's title names the backend
+    decls = [flag_name(name)] if field.default is False else []
     return typer.Option(
-        help=schema.flag_help(name),
-        show_default=schema.flag_default(name) is not None,
+        *decls,
+        help=help,
+        show_default=schema.flag_default(name) is not None and field.default is not False,
         rich_help_panel=schema.panel,
+        metavar=_metavar(field.type),
         **schema.flag_range(name),
     )
+
+
+def _metavar(annotation: object) -> str | None:
+    """A short metavar for a schema field's type ('N', 'X', 'TEXT'); None for a flag."""
+    text = str(annotation)
+    if text.startswith("bool"):
+        return None
+    if text.startswith("int"):
+        return "N"
+    if text.startswith("float"):
+        return "X"
+    return "TEXT"
 
 
 class ModeChoice(StrEnum):
@@ -45,80 +74,204 @@ def eval_cmd(
     data: Annotated[
         Path,
         typer.Argument(
-            help="Samples: JSONL, Parquet or CSV; a Hugging Face dataset saved with "
-            "save_to_disk; or a directory of Parquet shards.",
+            help="Samples: JSONL, Parquet, CSV, a saved Hugging Face dataset, or a "
+            "directory of Parquet shards.",
+            metavar="DATA",
             show_default=False,
         ),
     ],
     model: Annotated[
-        str, typer.Option("--model", "-m", help="Model path or name.", show_default=False)
+        str,
+        typer.Option(
+            "--model",
+            "-m",
+            help="Local model directory, or a Hugging Face name (vllm); the served "
+            "model's name (openai).",
+            metavar="MODEL",
+            show_default=False,
+        ),
     ],
-    backend: Annotated[str, typer.Option(help="vllm (local engine) or openai.")] = "vllm",
-    runs: Annotated[int, typer.Option("--runs", "-n", min=1, help="Rollouts per sample.")] = 8,
+    backend: Annotated[
+        str, typer.Option(help="vllm (local engine) or openai (an endpoint).", metavar="NAME")
+    ] = "vllm",
+    runs: Annotated[
+        int, typer.Option("--runs", "-n", min=1, help="Rollouts per sample.", metavar="N")
+    ] = 8,
     out: Annotated[
         Path | None,
         typer.Option(
-            "--out", "-o", help="Run directory [default: runs/DATA__MODEL].", show_default=False
-        ),
-    ] = None,
-    grader: Annotated[
-        str | None,
-        typer.Option(
-            help="exact, numeric, math, regex:PATTERN, python:FILE.py:FUNCTION or "
-            "python:module:function [default: numeric when every answer is a number, else exact]",
+            "--out",
+            "-o",
+            help="Run directory; the same command resumes it. "
+            "\\[default: runs/DATA__MODEL, e.g. runs/arithmetic__tiny-math]",
+            metavar="DIR",
             show_default=False,
         ),
     ] = None,
-    temperature: Annotated[float, typer.Option(min=0.0)] = 1.0,
-    top_p: Annotated[float, typer.Option(min=0.0, max=1.0)] = 1.0,
-    max_tokens: Annotated[int, typer.Option(min=1)] = 256,
-    stop: Annotated[
-        list[str] | None, typer.Option(help="Stop string (repeatable).", show_default=False)
-    ] = None,
-    seed: Annotated[int, typer.Option(help="Base seed; each rollout's seed derives from it.")] = 0,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Count the rollouts to do and estimate tokens and cost; start no "
+            "model, send no request.",
+        ),
+    ] = False,
     mode: Annotated[
         ModeChoice | None,
         typer.Option(
-            help="chat applies the model's chat template; completion sends raw text "
-            "[default: chat when the model has a chat template].",
+            help="chat: apply the chat template; completion: raw text. "
+            "\\[default: chat if the model has one]",
             show_default=False,
+            rich_help_panel=PROMPTS,
         ),
     ] = None,
-    system: Annotated[str | None, typer.Option(help="System prompt.")] = None,
-    template: Annotated[
-        str | None, typer.Option(help="Prompt template over fields, e.g. 'Q: {question}\\nA:'.")
+    system: Annotated[
+        str | None,
+        typer.Option(help="System prompt.", metavar="TEXT", rich_help_panel=PROMPTS),
     ] = None,
-    prompt_field: Annotated[str | None, typer.Option(help="Prompt column.")] = None,
+    template: Annotated[
+        str | None,
+        typer.Option(
+            help="Prompt template over the fields, e.g. 'Q: {question}\\nA:'.",
+            metavar="TEXT",
+            rich_help_panel=PROMPTS,
+        ),
+    ] = None,
+    prompt_field: Annotated[
+        str | None,
+        typer.Option(
+            help="Prompt column. \\[default: found by name]",
+            metavar="COL",
+            rich_help_panel=PROMPTS,
+        ),
+    ] = None,
     answer_field: Annotated[
         str | None,
         typer.Option(
-            help="Reference answer column, or STRUCT.FIELD (e.g. reward_model.ground_truth)."
+            help="Reference answer column, or STRUCT.FIELD. \\[default: found by name]",
+            metavar="COL",
+            rich_help_panel=PROMPTS,
         ),
     ] = None,
     id_field: Annotated[
-        str | None, typer.Option(help="Id column [default: id/sample_id, else a content hash].")
+        str | None,
+        typer.Option(
+            help="Id column. \\[default: id or sample_id, else a content hash]",
+            metavar="COL",
+            rich_help_panel=PROMPTS,
+        ),
     ] = None,
-    limit: Annotated[int | None, typer.Option(min=1, help="Only the first K samples.")] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(min=1, help="Only the first K samples.", metavar="K", rich_help_panel=PROMPTS),
+    ] = None,
     split: Annotated[
         str | None,
         typer.Option(
-            help="Split of a saved DatasetDict (or of a Parquet shard directory), e.g. train.",
+            help="Split of a saved DatasetDict or shard directory, e.g. train.",
+            metavar="NAME",
             show_default=False,
+            rich_help_panel=PROMPTS,
+        ),
+    ] = None,
+    temperature: Annotated[
+        float, typer.Option(min=0.0, metavar="X", rich_help_panel=SAMPLING)
+    ] = 1.0,
+    top_p: Annotated[
+        float, typer.Option(min=0.0, max=1.0, metavar="X", rich_help_panel=SAMPLING)
+    ] = 1.0,
+    max_tokens: Annotated[
+        int,
+        typer.Option(
+            min=1, help="Completion tokens per rollout.", metavar="N", rich_help_panel=SAMPLING
+        ),
+    ] = 256,
+    stop: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Stop string (repeatable).",
+            metavar="TEXT",
+            show_default=False,
+            rich_help_panel=SAMPLING,
+        ),
+    ] = None,
+    seed: Annotated[
+        int,
+        typer.Option(
+            help="Base seed; each rollout's seed derives from it.",
+            metavar="N",
+            rich_help_panel=SAMPLING,
+        ),
+    ] = 0,
+    grader: Annotated[
+        str | None,
+        typer.Option(
+            help="exact, numeric, math, regex:PATTERN, python:FILE.py:FUNC or "
+            "python:MODULE:FUNC. \\[default: numeric if every answer is a number, "
+            "else exact]",
+            metavar="SPEC",
+            show_default=False,
+            rich_help_panel=GRADING,
         ),
     ] = None,
     force_new: Annotated[
-        bool, typer.Option(help="Discard a run directory made with other settings.")
+        bool,
+        typer.Option(
+            "--force-new",
+            help="Discard a run directory made with other settings.",
+            rich_help_panel=RUN,
+        ),
     ] = False,
     set_aside_corrupt: Annotated[
         bool,
         typer.Option(
-            help="Move unreadable rollout shards into RUN/rollouts/corrupt/, keep every "
-            "good rollout, and re-generate what the moved shards held."
+            "--set-aside-corrupt",
+            help="Move unreadable shards to RUN/rollouts/corrupt/ and redo their rollouts.",
+            rich_help_panel=RUN,
         ),
     ] = False,
     chunk_size: Annotated[
-        int, typer.Option(min=1, help="Prompts per engine call (and per shard).")
+        int,
+        typer.Option(
+            min=1,
+            help="Prompts per engine call and per shard.",
+            metavar="N",
+            rich_help_panel=RUN,
+        ),
     ] = DEFAULT_CHUNK_SIZE,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="No progress or status lines.", rich_help_panel=RUN),
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="Show the engine's own output instead of writing it to RUN/engine.log.",
+            rich_help_panel=RUN,
+        ),
+    ] = False,
+    price_in: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0,
+            help="USD per million prompt tokens, for --dry-run.",
+            metavar="USD",
+            show_default=False,
+            rich_help_panel=RUN,
+        ),
+    ] = None,
+    price_out: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0,
+            help="USD per million completion tokens, for --dry-run.",
+            metavar="USD",
+            show_default=False,
+            rich_help_panel=RUN,
+        ),
+    ] = None,
     # The backends' flags: help, range and default come from their option schemas
     # (the openai ones default to None: only typed options reach the manifest).
     tensor_parallel_size: Annotated[int, _flag(VllmOptions, "tensor_parallel_size")] = (
@@ -146,68 +299,50 @@ def eval_cmd(
     tokens_per_minute: Annotated[float | None, _flag(OpenAIOptions, "tokens_per_minute")] = None,
     timeout: Annotated[float | None, _flag(OpenAIOptions, "timeout")] = None,
     max_retries: Annotated[int | None, _flag(OpenAIOptions, "max_retries")] = None,
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            help="Print the rollouts to generate and a token and cost estimate; "
-            "start no model, send no request."
-        ),
-    ] = False,
-    price_in: Annotated[
-        float | None,
-        typer.Option(
-            min=0.0, help="USD per million prompt tokens (for --dry-run).", show_default=False
-        ),
-    ] = None,
-    price_out: Annotated[
-        float | None,
-        typer.Option(
-            min=0.0, help="USD per million completion tokens (for --dry-run).", show_default=False
-        ),
-    ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
     adaptive: Annotated[
         bool,
         typer.Option(
-            help="Draw in rounds; a sample stops once its outcomes are mixed, all-same "
-            "samples keep drawing up to --max-runs.",
-            rich_help_panel="Adaptive evaluation",
+            "--adaptive",
+            help="Draw in rounds: a sample stops once its outcomes are mixed; "
+            "all-same samples draw up to --max-runs.",
+            rich_help_panel=ADAPTIVE,
         ),
     ] = False,
     round_size: Annotated[
         int | None,
         typer.Option(
-            help="Adaptive: rollouts per open sample per round (default: 1; an untouched "
-            "sample draws 2).",
+            help="Rollouts per open sample per round. \\[default: 1; 2 for an untouched sample]",
+            metavar="N",
             show_default=False,
-            rich_help_panel="Adaptive evaluation",
+            rich_help_panel=ADAPTIVE,
         ),
     ] = None,
     max_runs: Annotated[
         int | None,
         typer.Option(
-            help="Adaptive: most rollouts per sample (default: --runs; no cap with --budget).",
+            help="Most rollouts per sample. \\[default: --runs; no cap with --budget]",
+            metavar="N",
             show_default=False,
-            rich_help_panel="Adaptive evaluation",
+            rich_help_panel=ADAPTIVE,
         ),
     ] = None,
     budget: Annotated[
         int | None,
         typer.Option(
-            help="Adaptive: total rollouts for the run; when it binds, draws go to the "
-            "all-same samples most likely to open (smoothed pass rate).",
+            help="Total rollouts for the run; when it binds, draws go to the all-same "
+            "samples most likely to open.",
+            metavar="N",
             show_default=False,
-            rich_help_panel="Adaptive evaluation",
+            rich_help_panel=ADAPTIVE,
         ),
     ] = None,
     balanced: Annotated[
         int | None,
         typer.Option(
-            help="Adaptive: stop a sample at K passes and K failures instead of at mixed "
-            "(Reinforce-Ada-Seq balanced).",
+            help="Stop a sample at K passes and K failures instead of at mixed.",
             metavar="K",
             show_default=False,
-            rich_help_panel="Adaptive evaluation",
+            rich_help_panel=ADAPTIVE,
         ),
     ] = None,
 ) -> None:
@@ -245,13 +380,18 @@ def eval_cmd(
         max_runs=max_runs,
         budget=budget,
         balanced=balanced,
+        engine_log=not verbose,
     )
     if dry_run:
         _print_dry_run(opts, price_in, price_out)
         return
     if backend == "openai":
         _log_to_stderr("curate.backends.openai_api")
-    outcome = evaluate(opts, progress=make_progress(quiet))
+    try:
+        outcome = evaluate(opts, progress=make_progress(quiet), status=None if quiet else _status)
+    except Exception as exc:
+        _show_engine_log(opts, exc)
+        raise
     r = outcome.result
     if outcome.set_aside:
         where = outcome.set_aside[0].parent
@@ -264,7 +404,37 @@ def eval_cmd(
     )
     if isinstance(r, AdaptiveResult):
         print(adaptive_line(r))
+    if outcome.all_failed:
+        # Nothing was learned: say so and fail (errored rollouts are redone on a re-run).
+        print(
+            f"{outcome.run_dir}: all {r.rollouts} rollouts failed; "
+            f"see their errors: curate report {outcome.run_dir}"
+        )
+        raise typer.Exit(1)
     print(f"next: curate report {outcome.run_dir}")
+
+
+def _status(line: str) -> None:
+    """A status line on stderr, beside the progress lines."""
+    import sys
+
+    print(f"eval: {line}", file=sys.stderr, flush=True)
+
+
+def _show_engine_log(opts: EvalOptions, exc: BaseException) -> None:
+    """With CURATE_DEBUG, the last lines of the engine log a failure points to."""
+    import sys
+
+    from curate.backends.engine_output import log_tail
+    from curate.engine.evaluate import engine_log_path
+
+    log = engine_log_path(opts)
+    notes = getattr(exc, "__notes__", None) or []
+    if log is None or not debug_enabled() or f"engine log: {log}" not in notes:
+        return
+    tail = log_tail(log)
+    if tail:
+        print(f"curate: the last lines of {log}:\n{tail}", file=sys.stderr)
 
 
 def backend_flags(backend: str, params: Mapping[str, Any]) -> BackendOptions | dict[str, Any]:
@@ -297,7 +467,10 @@ def adaptive_line(r: _adaptive.AdaptiveResult) -> str:
 
 def _print_dry_run(opts: EvalOptions, price_in: float | None, price_out: float | None) -> None:
     from curate.engine.estimate import estimate_eval
+    from curate.graders import get_grader
 
+    if opts.grader is not None:
+        get_grader(opts.grader).close()  # refused here as the real run would refuse it
     e = estimate_eval(opts, price_in, price_out)
     if e["runs"] is None:  # adaptive with --budget alone: no per-sample cap
         head = f"{e['samples']} samples, at most {e['rollouts_total']} rollouts in all"

@@ -8,12 +8,17 @@ callers do. `evaluate` loads the data, opens the backend and hands an `Evaluatio
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from curate.backends.base import Backend
+from curate.backends.engine_output import engine_output_to, entered_quietly
 from curate.backends.options import BackendOptions
 from curate.backends.registry import backend_options, open_backend
 from curate.core.prompts import Mode
@@ -30,12 +35,33 @@ from curate.engine.progress import Progress
 from curate.engine.runner import EvalResult, run_eval
 from curate.engine.settings import SCORE_KEYS, EvalSettings, score_differences
 from curate.engine.spec import Evaluation
-from curate.errors import UsageError
+from curate.errors import CurateError, RunError, UsageError
 from curate.graders import default_grader_spec, get_grader
 from curate.store.run_dir import RolloutStore, set_aside_corrupt_shards
 
 if TYPE_CHECKING:
     import polars as pl
+
+# The engine's own output (vLLM, torch, their worker processes) goes here in the run
+# directory, so that the terminal keeps curate's progress and summary.
+ENGINE_LOG = "engine.log"
+# Backends that start an engine in this machine's processes (and write to its fds).
+LOCAL_ENGINES = frozenset({"vllm"})
+
+# One status line for the user ("starting the vLLM engine ..."); None: say nothing.
+Status = Callable[[str], None]
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during an eval, with what is kept: still a KeyboardInterrupt for callers,
+    and its message tells `curate eval` what to print."""
+
+    def __init__(self, run_dir: Path, stored: int) -> None:
+        self.run_dir, self.stored = run_dir, stored
+        super().__init__(
+            f"interrupted; {stored} rollouts are stored in {run_dir}: "
+            "run the same command again to resume"
+        )
 
 
 @dataclass
@@ -71,6 +97,8 @@ class EvalOptions:
     budget: int | None = None
     balanced: int | None = None
     split: str | None = None  # one split of a saved Hugging Face DatasetDict
+    # A local engine's own output: to RUN/engine.log (True) or left on fds 1 and 2.
+    engine_log: bool = True
 
     def backend_options(self) -> BackendOptions:
         """The backend's validated options."""
@@ -106,6 +134,11 @@ class EvalOutcome:
     settings: EvalSettings
     set_aside: list[Path] = field(default_factory=list)  # unreadable shards moved away
 
+    @property
+    def all_failed(self) -> bool:
+        """Every rollout this call generated is an error (none stored with a score)."""
+        return self.result.rollouts > 0 and self.result.errors == self.result.rollouts
+
 
 def default_run_dir(data: Path, model: str) -> Path:
     """runs/<data stem>__<model name>: the same command resumes the same run."""
@@ -139,8 +172,20 @@ def load_eval_samples(opts: EvalOptions) -> tuple[pl.DataFrame, FieldMap]:
     )
 
 
-def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome:
-    """Run (or resume) an evaluation; returns where it is and what was done."""
+def engine_log_path(opts: EvalOptions) -> Path | None:
+    """Where a local engine's output goes for these options (None: not captured)."""
+    if opts.backend not in LOCAL_ENGINES or not opts.engine_log:
+        return None
+    return opts.run_dir() / ENGINE_LOG
+
+
+def evaluate(
+    opts: EvalOptions, progress: Progress | None = None, *, status: Status | None = None
+) -> EvalOutcome:
+    """Run (or resume) an evaluation; returns where it is and what was done.
+
+    `status` receives a line when a local engine starts and when it is ready. Ctrl-C
+    raises `Interrupted` (a KeyboardInterrupt) saying how many rollouts are stored."""
     if opts.runs < 1:
         raise UsageError("--runs must be at least 1")
     policy = adaptive_policy(opts)
@@ -188,10 +233,18 @@ def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome
     ):
         grader.close()
         return EvalOutcome(run_dir, EvalResult(skipped=frame.height * opts.runs), settings)
+    if opts.backend in LOCAL_ENGINES:
+        from curate.backends.vllm_options import check_model_source
+
+        try:
+            check_model_source(opts.model)  # a typo fails now, not after a minute of retries
+        except CurateError:
+            grader.close()
+            raise
     try:
         with (
             store.writer(),  # one writer per run directory; taken before the engine starts
-            open_backend(opts.backend, opts.model, options, seed=opts.seed) as backend,
+            _started_backend(opts, options, status) as backend,
         ):
             if opts.force_new:
                 store.clear()
@@ -230,9 +283,57 @@ def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome
                 # What the last adaptive pass did, for whoever reads the run later.
                 manifest["adaptive_summary"] = result.summary()
                 store.write_manifest(manifest)
+    except KeyboardInterrupt as exc:
+        if isinstance(exc, Interrupted):
+            raise
+        raise Interrupted(run_dir, _stored_count(store)) from exc
     finally:
         grader.close()
     return EvalOutcome(run_dir=run_dir, result=result, settings=settings, set_aside=set_aside)
+
+
+@contextlib.contextmanager
+def _started_backend(
+    opts: EvalOptions, options: BackendOptions, status: Status | None
+) -> Iterator[Backend]:
+    """`open_backend`, with a local engine's output sent to RUN/engine.log, a line when
+    it starts and when it is ready, and the log named on any failure while it runs."""
+    log = engine_log_path(opts)
+    say = status or (lambda line: None)
+    local = opts.backend in LOCAL_ENGINES
+    if local:
+        where = f"log: {log}" if log is not None else "its output follows"
+        say(f"starting the vLLM engine for {opts.model} ({where}) ...")
+    if log is not None:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("a", encoding="utf-8") as f:  # where this session's lines begin
+            f.write(f"\n=== curate eval: engine for {opts.model}, {time.ctime()} ===\n")
+    started = time.perf_counter()
+    try:
+        with (
+            engine_output_to(log),
+            # Started and stopped with sys.stdout/sys.stderr on the log too: vLLM binds
+            # its log handler to sys.stdout when it is imported, and prints at import.
+            entered_quietly(
+                open_backend(opts.backend, opts.model, options, seed=opts.seed)
+            ) as backend,
+        ):
+            if local:
+                say(f"engine ready in {time.perf_counter() - started:.1f} s")
+            yield backend
+    except Exception as exc:
+        # The engine's own account of a failure is in the log, not on the terminal.
+        if log is not None and (not isinstance(exc, CurateError) or isinstance(exc, RunError)):
+            exc.add_note(f"engine log: {log}")
+        raise
+
+
+def _stored_count(store: RolloutStore) -> int:
+    """Rollouts on disk (0 when they cannot be read: the message must still print)."""
+    try:
+        return store.rollouts(["sample_id", "run_idx"]).height if store.shard_paths() else 0
+    except Exception:
+        return 0
 
 
 def adaptive_policy(opts: EvalOptions) -> AdaptivePolicy | None:

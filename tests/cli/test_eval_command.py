@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -37,6 +38,18 @@ def _vllm_eval_args(run: Path, *extra: str) -> list[str]:
         *ENGINE_FLAGS,
         *extra,
     ]
+
+
+def wait_for_shards(proc: subprocess.Popen[str], run: Path, count: int, timeout: float) -> None:
+    """Wait until the running eval `proc` has written `count` shards into `run`; it
+    must still be running then (to be killed or interrupted mid-run)."""
+    shards = run / "rollouts"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if shards.is_dir() and len(list(shards.glob("part-*.parquet"))) >= count:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "eval finished before it could be stopped"
 
 
 def _curate(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -89,6 +102,16 @@ def test_eval_then_report_plot_filter_as_subprocesses(tmp_path: Path) -> None:
     run = tmp_path / "run"
     res = _curate(*_vllm_eval_args(run, "--limit", "60", "-n", "4"))
     assert res.returncode == 0, res.stderr[-2000:]
+    # The terminal holds curate's lines only; the engine's own output is in its log.
+    log = run / "engine.log"
+    assert res.stderr.startswith(f"eval: starting the vLLM engine for {TINY_MODEL} (log: {log})")
+    assert re.search(r"^eval: engine ready in \d+\.\d s$", res.stderr, re.MULTILINE)
+    lines = res.stdout.splitlines() + res.stderr.splitlines()
+    assert all(line.startswith(("eval: ", f"{run}: ", "next: ")) for line in lines), lines
+    engine_log = log.read_text()
+    assert f"=== curate eval: engine for {TINY_MODEL}" in engine_log
+    assert "force killing" not in engine_log  # shut down cleanly
+    assert "into parameter with dtype torch.bfloat16" not in engine_log  # float32 kept
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["mode"] == "chat" and len(manifest["chat_template_sha256"]) == 64
     assert manifest["grader"] == "numeric" and manifest["runs"] == 4
@@ -120,14 +143,8 @@ def test_resume_after_kill_9_loses_nothing_and_duplicates_nothing(tmp_path: Path
     proc = subprocess.Popen(
         args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
     )
-    shards = run / "rollouts"
-    deadline = time.monotonic() + 300
     try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            if shards.is_dir() and len(list(shards.glob("part-*.parquet"))) >= 3:
-                break
-            time.sleep(0.05)
-        assert proc.poll() is None, "eval finished before it could be killed"
+        wait_for_shards(proc, run, 3, timeout=300)
         os.killpg(proc.pid, signal.SIGKILL)  # the engine's workers too
         proc.wait(timeout=30)
     finally:
@@ -144,3 +161,24 @@ def test_resume_after_kill_9_loses_nothing_and_duplicates_nothing(tmp_path: Path
     kept = before.join(after, on=["sample_id", "run_idx"], suffix="_after")
     assert kept.height == before.height
     assert (kept["completion"] == kept["completion_after"]).all()
+
+
+@pytest.mark.slow
+def test_an_engine_that_cannot_start_points_to_its_log(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (model / name).write_bytes((TINY_MODEL / name).read_bytes())
+    config = json.loads((TINY_MODEL / "config.json").read_text())
+    (model / "config.json").write_text(
+        json.dumps({**config, "architectures": ["NoSuchModelForCausalLM"]})
+    )
+    run = tmp_path / "run"
+    res = _curate("eval", str(ARITHMETIC), "--model", str(model), "--out", str(run), "-n", "1")
+    assert res.returncode == 1
+    lines = res.stderr.splitlines()
+    assert lines[0].startswith("eval: starting the vLLM engine") and len(lines) == 2, lines
+    assert lines[1].startswith("curate: error: vLLM could not start the engine")
+    assert lines[1].endswith(f"(engine log: {run / 'engine.log'})")
+    assert "NoSuchModelForCausalLM" in lines[1]
+    assert (run / "engine.log").is_file()
