@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,15 +24,14 @@ from curate.data.samples import (
     file_sha256,
     load_samples,
     prompts_by_id,
-    references_by_id,
 )
 from curate.engine.adaptive import DEFAULT_ROUND_SIZE, AdaptivePolicy, run_adaptive
+from curate.engine.preflight import DEFAULT_MAX_BAD_FRACTION, Preflight, preflight
 from curate.engine.progress import Progress
-from curate.engine.runner import EvalResult, run_eval
+from curate.engine.runner import EvalResult, error_messages_in, run_eval
 from curate.engine.settings import SCORE_KEYS, EvalSettings, score_differences
 from curate.engine.spec import Evaluation
 from curate.errors import UsageError
-from curate.graders import default_grader_spec, get_grader
 from curate.store.run_dir import RolloutStore, set_aside_corrupt_shards
 
 if TYPE_CHECKING:
@@ -71,6 +71,14 @@ class EvalOptions:
     budget: int | None = None
     balanced: int | None = None
     split: str | None = None  # one split of a saved Hugging Face DatasetDict
+    # Grading (curate/engine/preflight.py): how references are read (one of
+    # curate.graders.references.EXTRACT_MODES), the share of references the grader may
+    # fail to use before the run refuses to start, the per-call deadline of graders in
+    # worker processes, and a continuous reward's (low, high) range.
+    reference_extract: str = "auto"
+    max_bad_references: float = DEFAULT_MAX_BAD_FRACTION
+    grader_timeout: float = 10.0
+    score_range: tuple[float, float] | None = None
 
     def backend_options(self) -> BackendOptions:
         """The backend's validated options."""
@@ -139,22 +147,49 @@ def load_eval_samples(opts: EvalOptions) -> tuple[pl.DataFrame, FieldMap]:
     )
 
 
-def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome:
-    """Run (or resume) an evaluation; returns where it is and what was done."""
+def evaluate(
+    opts: EvalOptions,
+    progress: Progress | None = None,
+    *,
+    announce: Callable[[Preflight], None] | None = None,
+) -> EvalOutcome:
+    """Run (or resume) an evaluation; returns where it is and what was done.
+
+    Before the engine starts, the references are read and checked (`preflight`):
+    `announce` gets the result first (the CLI prints `Preflight.lines()`), then a
+    grader that cannot use too many references stops the run with a UsageError."""
     if opts.runs < 1:
         raise UsageError("--runs must be at least 1")
     policy = adaptive_policy(opts)
-    frame, fields = load_eval_samples(opts)
-    references = references_by_id(frame, fields)
-    grader_spec = opts.grader or default_grader_spec(list(references.values()))
-    grader = get_grader(grader_spec)
+    options = opts.backend_options()  # an unknown backend or bad option: before any work
+    pf = preflight(opts)
+    try:
+        if announce is not None:
+            announce(pf)
+        refusal = pf.refusal(opts.data)
+        if refusal is not None:
+            raise refusal
+        return _evaluate(opts, progress, policy, options, pf)
+    finally:
+        pf.close()
+
+
+def _evaluate(
+    opts: EvalOptions,
+    progress: Progress | None,
+    policy: AdaptivePolicy | None,
+    options: BackendOptions,
+    pf: Preflight,
+) -> EvalOutcome:
+    frame, fields, grader = pf.frame, pf.fields, pf.grader
+    references = pf.references
+    grader_spec = pf.grader_spec
     run_dir = opts.run_dir()
     store = RolloutStore(run_dir)
     # No rollout yet: no settings to keep. --force-new clears the directory below,
     # under the writer lock, so a refused second writer never deletes the first's work.
     previous = None if opts.force_new else store.previous_manifest()
     mode = opts.known_mode()
-    options = opts.backend_options()
     settings = EvalSettings(
         model=opts.model,
         backend=opts.backend,
@@ -174,6 +209,10 @@ def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome
         limit=opts.limit,
         engine_options=options.record(),
         adaptive=_manifest_policy(policy, previous),
+        reference_extract=pf.extraction_record(),
+        grader_reason=pf.grader_reason,
+        grader_timeout_s=opts.grader_timeout,
+        score_range=list(opts.score_range) if opts.score_range is not None else None,
     )
     # Refuse a mismatched resume before paying for an engine start.
     skip = {"chat_template_sha256"} | ({"mode"} if mode is None else set())
@@ -186,52 +225,53 @@ def evaluate(opts: EvalOptions, progress: Progress | None = None) -> EvalOutcome
         and not opts.set_aside_corrupt
         and store.missing_pairs(frame["sample_id"], opts.runs) == 0
     ):
-        grader.close()
         return EvalOutcome(run_dir, EvalResult(skipped=frame.height * opts.runs), settings)
-    try:
-        with (
-            store.writer(),  # one writer per run directory; taken before the engine starts
-            open_backend(opts.backend, opts.model, options, seed=opts.seed) as backend,
-        ):
-            if opts.force_new:
-                store.clear()
-            set_aside = set_aside_corrupt_shards(store) if opts.set_aside_corrupt else []
-            # Read again under the lock: another writer may have finished meanwhile.
-            previous = None if opts.force_new else store.previous_manifest()
-            info = backend.info()
-            if mode is None:
-                mode = "chat" if info.has_chat_template else "completion"
-            settings.mode = mode
-            settings.chat_template_sha256 = info.chat_template_sha256 if mode == "chat" else None
-            manifest = settings.manifest(previous=previous)
-            manifest["backend_info"] = {"model": info.model, **info.extra}
-            if opts.split is not None:
-                manifest["dataset_split"] = opts.split
-            _check_resume(previous, manifest, run_dir, ignore=set())
-            evaluation = Evaluation(
-                backend=backend,
-                grader=grader,
-                prompts=prompts_by_id(frame, fields, mode, system=opts.system, source=opts.data),
-                references=references,
-                sampling=settings.sampling,
-                mode=mode,
-                seed=opts.seed,
-                runs=opts.runs,
-                chunk_size=opts.chunk_size,
-            )
-            store.create()
-            store.write_samples(frame)
+    with (
+        store.writer(),  # one writer per run directory; taken before the engine starts
+        open_backend(opts.backend, opts.model, options, seed=opts.seed) as backend,
+    ):
+        if opts.force_new:
+            store.clear()
+        set_aside = set_aside_corrupt_shards(store) if opts.set_aside_corrupt else []
+        # Read again under the lock: another writer may have finished meanwhile.
+        previous = None if opts.force_new else store.previous_manifest()
+        info = backend.info()
+        if mode is None:
+            mode = "chat" if info.has_chat_template else "completion"
+        settings.mode = mode
+        settings.chat_template_sha256 = info.chat_template_sha256 if mode == "chat" else None
+        manifest = settings.manifest(previous=previous)
+        manifest["backend_info"] = {"model": info.model, **info.extra}
+        if opts.split is not None:
+            manifest["dataset_split"] = opts.split
+        manifest["reference_check"] = pf.check_record()
+        _check_resume(previous, manifest, run_dir, ignore=set())
+        evaluation = Evaluation(
+            backend=backend,
+            grader=grader,
+            prompts=prompts_by_id(frame, fields, mode, system=opts.system, source=opts.data),
+            references=references,
+            sampling=settings.sampling,
+            mode=mode,
+            seed=opts.seed,
+            runs=opts.runs,
+            chunk_size=opts.chunk_size,
+        )
+        store.create()
+        store.write_samples(frame)
+        store.write_manifest(manifest)
+        result: EvalResult
+        if policy is None:
+            result = run_eval(store, evaluation, progress=progress)
+        else:
+            before = set(store.shard_paths())
+            result = run_adaptive(store, evaluation, policy, progress=progress)
+            # The rounds' error messages: the shards this pass wrote hold them.
+            new = [path for path in store.shard_paths() if path not in before]
+            result.error_messages = error_messages_in(store, new)
+            # What the last adaptive pass did, for whoever reads the run later.
+            manifest["adaptive_summary"] = result.summary()
             store.write_manifest(manifest)
-            result: EvalResult
-            if policy is None:
-                result = run_eval(store, evaluation, progress=progress)
-            else:
-                result = run_adaptive(store, evaluation, policy, progress=progress)
-                # What the last adaptive pass did, for whoever reads the run later.
-                manifest["adaptive_summary"] = result.summary()
-                store.write_manifest(manifest)
-    finally:
-        grader.close()
     return EvalOutcome(run_dir=run_dir, result=result, settings=settings, set_aside=set_aside)
 
 
