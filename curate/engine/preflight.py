@@ -213,8 +213,14 @@ def preflight(opts: EvalOptions, mode: Mode | None = None) -> Preflight:
         spec, reason = opts.grader.strip(), f"{opts.grader.strip()} (given with --grader)"
         grader = _open(spec, opts)
     else:
-        choice = choose_grader(extraction.references)
+        # Chosen on the references the extractor read: the ones it could not are data
+        # problems for the check to report, not a reason to grade everything by `exact`.
+        unread = set(extraction.unread)
+        read = {s: ref for s, ref in extraction.references.items() if s not in unread}
+        choice = choose_grader(read or extraction.references)
         spec, reason = choice.spec, _reason(choice.spec, choice.reason)
+        if unread and read:
+            reason = f"{reason[:-1]}; {len(unread)} unread left out)"
         try:
             grader = _open(spec, opts)
         except MissingExtraError:
