@@ -109,11 +109,18 @@ class GradingWatch:
         message, count = self.messages.most_common(1)[0]
         if failed < self.graded and count < WATCH_SHARE * self.graded:
             return None
-        what = "every one" if count == self.graded else f"{count}"
+        head = f"grader {self.grader!r} failed on "
+        if failed == self.graded:
+            head += f"all of the first {self.graded} graded rollouts"
+        else:
+            head += f"{failed} of the first {self.graded} graded rollouts"
+        if len(self.messages) == 1:
+            head += f": {message}"
+        else:
+            head += f"; the most frequent of {len(self.messages)} messages ({count}x): {message}"
         return (
-            f"grader {self.grader!r} failed on {failed} of the first {self.graded} graded "
-            f"rollouts ({what} with: {message}); stopped early. Those rollouts are stored: "
-            "fix the grader or the references and re-run the same command to resume"
+            f"{head}. Stopped early; those rollouts are stored: fix the grader or the "
+            "references and re-run the same command to resume"
         )
 
 
@@ -263,6 +270,17 @@ def grade_generations(
     return rollout_columns(records)
 
 
+def _cut(generations: Sequence[Sequence[Generation]], rollouts: int) -> int:
+    """How many requests (from the start) hold at least `rollouts` rollouts; all of them
+    when they hold fewer."""
+    seen = 0
+    for index, gens in enumerate(generations):
+        seen += len(gens)
+        if seen >= rollouts:
+            return index + 1
+    return len(generations)
+
+
 def _generate(
     backend: Backend,
     requests: Sequence[GenerationRequest],
@@ -371,10 +389,10 @@ def run_eval(
     watch = GradingWatch(getattr(ev.grader, "name", type(ev.grader).__name__))
     chunk_requests = 0  # requests seen towards the first full chunk (streaming flushes)
 
-    def store_chunk(
+    def store_part(
         chunk: Sequence[GenerationRequest], generations: Sequence[Sequence[Generation]]
-    ) -> None:
-        nonlocal chunk_requests
+    ) -> list[str | None]:
+        """Grade and write one shard; its `error` column."""
         cols = grade_generations(chunk, generations, ev.references, ev.grader, contexts)
         frame = pl.DataFrame(cols, schema_overrides={"run_idx": pl.Int32})
         store.append(frame)
@@ -387,14 +405,36 @@ def run_eval(
         result.shards += 1
         tally.add_many(zip(cols["sample_id"], cols["score"], strict=True))
         progress.advance(n, len(errors), tally)
-        if not watch.decided:
-            watch.observe(cols["error"])
-            chunk_requests += len(chunk)
+        return list(cols["error"])
+
+    def store_chunk(
+        chunk: Sequence[GenerationRequest], generations: Sequence[Sequence[Generation]]
+    ) -> None:
+        nonlocal chunk_requests
+        if watch.decided:
+            store_part(chunk, generations)
+            return
+        # Until the watch has judged, a large chunk is graded in two parts: a grader
+        # that fails (or times out) on everything costs WATCH_ROLLOUTS gradings, not
+        # a whole chunk's.
+        cut = _cut(generations, WATCH_ROLLOUTS - watch.graded)
+        parts = [(chunk[:cut], generations[:cut]), (chunk[cut:], generations[cut:])]
+        for index, (part, gens) in enumerate(parts):
+            if not part:
+                continue
+            if watch.decided:
+                store_part(part, gens)
+                continue
+            watch.observe(store_part(part, gens))
+            chunk_requests += len(part)
             # A streaming backend flushes part-chunks: the first chunk is done once a
             # chunk's worth of requests (or all of them) has been stored.
             done = chunk_requests >= min(ev.chunk_size, len(requests))
             reason = watch.verdict(chunk_done=done)
             if reason is not None:
+                left = sum(len(g) for _, later in parts[index + 1 :] for g in later)
+                if left:
+                    reason += f" ({left} rollouts generated after them were not graded)"
                 raise RunError(reason)
 
     batches = _generate(ev.backend, requests, ev.sampling, ev.mode, ev.chunk_size)

@@ -129,8 +129,8 @@ def test_a_grader_failing_on_every_rollout_stops_after_the_first_chunk(
     assert res.exit_code == 1, res.stderr
     error = res.stderr.strip().splitlines()[-1]
     assert error.startswith("curate: error: grader 'python:")
-    assert "failed on 8 of the first 8 graded rollouts" in error
-    assert "ValueError: no boxed answer to read" in error and "re-run" in error
+    assert "failed on all of the first 8 graded rollouts: ValueError: no boxed answer" in error
+    assert "re-run the same command to resume" in error
     # What finished is stored (one chunk: 2 samples x 4 runs), ready to resume.
     stored = RolloutStore(out).rollouts()
     assert stored.height == 8 and stored["error"].null_count() == 0

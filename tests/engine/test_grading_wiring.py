@@ -18,6 +18,7 @@ from curate.engine.preflight import apply_local_template, parse_score_range, sho
 from curate.engine.progress import error_summary
 from curate.engine.runner import (
     WATCH_MIN,
+    WATCH_ROLLOUTS,
     GradingWatch,
     grade_generations,
     run_eval,
@@ -51,13 +52,13 @@ def test_watch_stops_on_all_errors_or_one_dominant_message() -> None:
     assert watch.verdict() is None and not watch.decided  # too few to judge
     watch.observe(["grader: boom", "timeout"])  # a generation error is not the grader's
     reason = watch.verdict()
-    assert reason is not None and f"failed on {WATCH_MIN} of the first {WATCH_MIN}" in reason
-    assert "every one with: boom" in reason
+    assert reason is not None
+    assert f"failed on all of the first {WATCH_MIN} graded rollouts: boom. Stopped" in reason
     assert watch.verdict() is None  # judged once
 
     dominant = GradingWatch("g")
     dominant.observe(["grader: same"] * 95 + [None] * 5)
-    assert "95 with: same" in (dominant.verdict() or "")
+    assert "failed on 95 of the first 100 graded rollouts: same." in (dominant.verdict() or "")
 
     healthy = GradingWatch("g")
     healthy.observe(["grader: a"] * 50 + ["grader: b"] * 45 + [None] * 5)
@@ -82,7 +83,7 @@ def test_run_eval_stops_after_the_first_chunk_and_keeps_it(tmp_path: Path) -> No
     backend = FakeBackend(answers={})
     store = RolloutStore(tmp_path / "run")
     prompts = {f"s{i:02d}": f"p{i}" for i in range(20)}
-    with pytest.raises(RunError, match=r"failed on 12 of the first 12 .*KeyError: 'x'"):
+    with pytest.raises(RunError, match=r"all of the first 12 graded rollouts: KeyError: 'x'"):
         run_eval(
             store,
             backend=backend,
@@ -94,6 +95,22 @@ def test_run_eval_stops_after_the_first_chunk_and_keeps_it(tmp_path: Path) -> No
         )
     assert backend.calls == [3]  # the second chunk was never generated
     assert store.rollouts().height == 12
+
+    # A chunk larger than WATCH_ROLLOUTS: judged on its first WATCH_ROLLOUTS rollouts.
+    backend = FakeBackend(answers={})
+    store = RolloutStore(tmp_path / "big")
+    prompts = {f"s{i:03d}": f"p{i}" for i in range(100)}
+    with pytest.raises(RunError, match=r"\(200 rollouts generated after them were not graded"):
+        run_eval(
+            store,
+            backend=backend,
+            grader=Broken(),
+            prompts=prompts,
+            references=dict.fromkeys(prompts, "1"),
+            runs=4,
+            chunk_size=100,
+        )
+    assert store.rollouts().height == WATCH_ROLLOUTS
 
 
 def test_error_summary_lists_the_top_messages() -> None:
