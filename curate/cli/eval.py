@@ -292,11 +292,13 @@ def eval_cmd(
         score_range=parse_score_range(score_range) if score_range is not None else None,
     )
     if dry_run:
-        _print_dry_run(opts, price_in, price_out)
+        _print_dry_run(opts, price_in, price_out, quiet=quiet)
         return
     if backend == "openai":
         _log_to_stderr("curate.backends.openai_api")
-    outcome = evaluate(opts, progress=make_progress(quiet), announce=_print_start)
+    # --quiet: nothing on stderr but errors (the start lines included).
+    announce = None if quiet else _print_start
+    outcome = evaluate(opts, progress=make_progress(quiet), announce=announce)
     r = outcome.result
     if outcome.set_aside:
         where = outcome.set_aside[0].parent
@@ -350,7 +352,9 @@ def _print_start(checked: Preflight) -> None:
         print(line, file=sys.stderr)
 
 
-def _print_dry_run(opts: EvalOptions, price_in: float | None, price_out: float | None) -> None:
+def _print_dry_run(
+    opts: EvalOptions, price_in: float | None, price_out: float | None, *, quiet: bool = False
+) -> None:
     from curate.engine.estimate import estimate_eval
     from curate.engine.evaluate import adaptive_policy
     from curate.engine.preflight import preflight
@@ -358,7 +362,8 @@ def _print_dry_run(opts: EvalOptions, price_in: float | None, price_out: float |
     adaptive_policy(opts)  # its option errors first, as `evaluate` does
     checked = preflight(opts)
     try:
-        _print_start(checked)
+        if not quiet:
+            _print_start(checked)
         refusal = checked.refusal(opts.data)
         if refusal is not None:
             raise refusal

@@ -36,9 +36,9 @@ def test_gsm8k_layout_is_read_graded_numeric_and_recorded(
     cli: Callable[..., Result], tmp_path: Path
 ) -> None:
     out = tmp_path / "run"
-    res = cli(*_eval(out, GSM8K, "-n", "2", "--quiet"))
+    res = cli(*_eval(out, GSM8K, "-n", "2"))
     assert res.exit_code == 0, res.stderr
-    lines = res.stderr.splitlines()
+    lines = res.stderr.splitlines()[:7]  # then the progress lines
     assert (
         lines[0]
         == "references: gsm8k (auto): answer from the '#### N' line, in 40 of 40 references"
@@ -70,6 +70,9 @@ def test_dry_run_prints_the_start_lines_and_writes_nothing(
     assert "reference as graded: '1331'" in res.stderr
     assert "dry run: 40 samples x 8 runs" in res.stdout
     assert not out.exists()
+    # --quiet: nothing on stderr but errors, for scripts.
+    res = cli(*_eval(out, GSM8K, "--dry-run", "--quiet"))
+    assert res.exit_code == 0 and res.stderr == ""
 
 
 def test_unusable_references_are_refused_before_the_engine_starts(
@@ -178,7 +181,7 @@ def test_score_range_reaches_a_trl_reward_and_raw_score_is_stored(
     )
     out = tmp_path / "run"
     res = cli(
-        *_eval(out, GSM8K, "-n", "2", "--quiet"),
+        *_eval(out, GSM8K, "-n", "2"),
         "--grader",
         f"trl:{reward}:reward",
         "--score-range=-1:1",
