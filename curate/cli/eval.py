@@ -15,10 +15,12 @@ from curate.backends.vllm_options import VllmOptions
 from curate.cli.errors import debug_enabled, handle_errors
 from curate.engine.spec import DEFAULT_CHUNK_SIZE
 from curate.errors import UsageError
+from curate.graders.checks import DEFAULT_MAX_BAD_FRACTION
 
 if TYPE_CHECKING:
     from curate.engine import adaptive as _adaptive
     from curate.engine.evaluate import EvalOptions
+    from curate.engine.preflight import Preflight
 
 # The backends with flags on `curate eval`, by their --backend name.
 FLAG_SCHEMAS: dict[str, type[BackendOptions]] = {"vllm": VllmOptions, "openai": OpenAIOptions}
@@ -116,6 +118,46 @@ def eval_cmd(
             "model, send no request.",
         ),
     ] = False,
+    # Grading: how references are read and checked before anything is generated.
+    reference_extract: Annotated[
+        str,
+        typer.Option(
+            help="How to read each reference's answer: auto, gsm8k ('#### N'), boxed "
+            "(last \\boxed{}), answer-is ('The answer is X'), last-number, or none (as "
+            "given). auto picks the layout most references have. \\[default: auto]",
+            metavar="MODE",
+            show_default=False,
+            rich_help_panel=GRADING,
+        ),
+    ] = "auto",
+    max_bad_references: Annotated[
+        float,
+        typer.Option(
+            help="Refuse to start when the grader cannot use more than this share of the "
+            "references (checked before the engine starts).",
+            metavar="X",
+            rich_help_panel=GRADING,
+        ),
+    ] = DEFAULT_MAX_BAD_FRACTION,
+    grader_timeout: Annotated[
+        float,
+        typer.Option(
+            metavar="SECONDS",
+            help="Deadline per call of graders that run in worker processes (math, "
+            "python:, verl, trl:); a call past it is an error row.",
+            rich_help_panel=GRADING,
+        ),
+    ] = 10.0,
+    score_range: Annotated[
+        str | None,
+        typer.Option(
+            metavar="LO:HI",
+            help="The range of a continuous reward (python:, verl, trl:), e.g. -1:1: "
+            "scores are mapped to [0, 1], the raw value kept in raw_score.",
+            show_default=False,
+            rich_help_panel=GRADING,
+        ),
+    ] = None,
     mode: Annotated[
         ModeChoice | None,
         typer.Option(
@@ -206,9 +248,9 @@ def eval_cmd(
     grader: Annotated[
         str | None,
         typer.Option(
-            help="exact, numeric, math, regex:PATTERN, python:FILE.py:FUNC or "
-            "python:MODULE:FUNC. \\[default: numeric if every answer is a number, "
-            "else exact]",
+            help="exact, numeric, math, choice, regex:PATTERN, python:FILE.py:FUNC, "
+            "verl[:FILE.py:FUNC] or trl:FILE.py:FUNC. \\[default: chosen from the "
+            "extracted references: numeric, choice, math or exact]",
             metavar="SPEC",
             show_default=False,
             rich_help_panel=GRADING,
@@ -349,7 +391,8 @@ def eval_cmd(
     """Run N rollouts per sample, grade them, and store every rollout (resumable)."""
     from curate.engine.adaptive import AdaptiveResult
     from curate.engine.evaluate import EvalOptions, evaluate
-    from curate.engine.progress import make_progress
+    from curate.engine.preflight import parse_score_range
+    from curate.engine.progress import error_summary, make_progress
 
     opts = EvalOptions(
         data=data,
@@ -381,14 +424,25 @@ def eval_cmd(
         budget=budget,
         balanced=balanced,
         engine_log=not verbose,
+        reference_extract=reference_extract,
+        max_bad_references=max_bad_references,
+        grader_timeout=grader_timeout,
+        score_range=parse_score_range(score_range) if score_range is not None else None,
     )
     if dry_run:
-        _print_dry_run(opts, price_in, price_out)
+        _print_dry_run(opts, price_in, price_out, quiet=quiet)
         return
     if backend == "openai":
         _log_to_stderr("curate.backends.openai_api")
+    # --quiet: nothing on stderr but errors (the start lines included).
+    announce = None if quiet else _print_start
     try:
-        outcome = evaluate(opts, progress=make_progress(quiet), status=None if quiet else _status)
+        outcome = evaluate(
+            opts,
+            progress=make_progress(quiet),
+            announce=announce,
+            status=None if quiet else _status,
+        )
     except Exception as exc:
         _show_engine_log(opts, exc)
         raise
@@ -402,6 +456,8 @@ def eval_cmd(
         f"{outcome.run_dir}: {r.rollouts} new rollouts in {r.seconds:.1f}s "
         f"({r.skipped} already stored), {r.errors} errors, {r.truncated} truncated"
     )
+    for line in error_summary(r.error_messages):
+        print(line)
     if isinstance(r, AdaptiveResult):
         print(adaptive_line(r))
     if outcome.all_failed:
@@ -465,13 +521,32 @@ def adaptive_line(r: _adaptive.AdaptiveResult) -> str:
     return f"{text}; stopped: {r.stop_reason}"
 
 
-def _print_dry_run(opts: EvalOptions, price_in: float | None, price_out: float | None) -> None:
-    from curate.engine.estimate import estimate_eval
-    from curate.graders import get_grader
+def _print_start(checked: Preflight) -> None:
+    """How references are read, the grader and why, and one prompt as the model sees it."""
+    import sys
 
-    if opts.grader is not None:
-        get_grader(opts.grader).close()  # refused here as the real run would refuse it
-    e = estimate_eval(opts, price_in, price_out)
+    for line in checked.lines():
+        print(line, file=sys.stderr)
+
+
+def _print_dry_run(
+    opts: EvalOptions, price_in: float | None, price_out: float | None, *, quiet: bool = False
+) -> None:
+    from curate.engine.estimate import estimate_eval
+    from curate.engine.evaluate import adaptive_policy
+    from curate.engine.preflight import preflight
+
+    adaptive_policy(opts)  # its option errors first, as `evaluate` does
+    checked = preflight(opts)
+    try:
+        if not quiet:
+            _print_start(checked)
+        refusal = checked.refusal(opts.data)
+        if refusal is not None:
+            raise refusal
+        e = estimate_eval(opts, price_in, price_out, checked=checked)
+    finally:
+        checked.close()
     if e["runs"] is None:  # adaptive with --budget alone: no per-sample cap
         head = f"{e['samples']} samples, at most {e['rollouts_total']} rollouts in all"
     else:

@@ -28,6 +28,9 @@ class Rollout:
     latency_s: float | None = None
     seed: int | None = None  # the seed of the request that produced the rollout
     attempts: int | None = None  # requests made for this rollout (1 + retries)
+    # A reward's own value when a declared score range mapped it onto [0, 1] (`score`
+    # is the mapped one); null otherwise. Last: shards written before it lack it.
+    raw_score: float | None = None
 
 
 # Kept as strings so that importing this module does not import polars.
@@ -45,6 +48,7 @@ ROLLOUT_DTYPES: Final[dict[str, str]] = {
     "latency_s": "Float64",
     "seed": "Int64",
     "attempts": "Int32",
+    "raw_score": "Float64",
 }
 
 ROLLOUT_FIELDS: Final[tuple[str, ...]] = tuple(f.name for f in fields(Rollout))

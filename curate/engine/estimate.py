@@ -15,6 +15,7 @@ from curate.stats.usage import cost_usd
 if TYPE_CHECKING:
     from curate.core.prompts import Prompt
     from curate.engine.evaluate import EvalOptions
+    from curate.engine.preflight import Preflight
 
 # Chat-template tokens per message (role markers, separators) when only counting text.
 _MESSAGE_OVERHEAD = 4
@@ -46,7 +47,11 @@ def prompt_token_estimate(prompt: Prompt, count: TokenCounter) -> int:
 
 
 def estimate_eval(
-    opts: EvalOptions, price_in: float | None = None, price_out: float | None = None
+    opts: EvalOptions,
+    price_in: float | None = None,
+    price_out: float | None = None,
+    *,
+    checked: Preflight | None = None,
 ) -> dict[str, Any]:
     """What `evaluate(opts)` would generate, without starting a model: the rollouts still
     missing from the run directory, an estimate of their prompt tokens, max_tokens per
@@ -54,7 +59,8 @@ def estimate_eval(
 
     An adaptive run stops early on most samples: its figures are upper bounds (at most
     the per-sample cap, at most --budget in all, the longest prompts first). `runs` is
-    None when an adaptive run has no per-sample cap (--budget alone)."""
+    None when an adaptive run has no per-sample cap (--budget alone). `checked` is the
+    run's `preflight` when the caller has it (the samples are not loaded again)."""
     import polars as pl
 
     from curate.data.samples import build_prompts
@@ -66,7 +72,7 @@ def estimate_eval(
     policy = adaptive_policy(opts)
     cap: int | None = opts.runs if policy is None else policy.max_runs
     budget = None if policy is None else policy.budget
-    frame, fields = load_eval_samples(opts)
+    frame, fields = (checked.frame, checked.fields) if checked else load_eval_samples(opts)
     # Without a local chat template to look at, assume chat (the usual case).
     mode = opts.known_mode() or "chat"
     prompts = build_prompts(frame, fields, mode, system=opts.system, source=opts.data)

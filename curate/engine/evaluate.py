@@ -28,19 +28,19 @@ from curate.data.samples import (
     file_sha256,
     load_samples,
     prompts_by_id,
-    references_by_id,
 )
 from curate.engine.adaptive import DEFAULT_ROUND_SIZE, AdaptivePolicy, run_adaptive
+from curate.engine.preflight import DEFAULT_MAX_BAD_FRACTION, Preflight, preflight
 from curate.engine.progress import Progress
-from curate.engine.runner import EvalResult, run_eval
+from curate.engine.runner import EvalResult, error_messages_in, run_eval
 from curate.engine.settings import SCORE_KEYS, EvalSettings, score_differences
 from curate.engine.spec import Evaluation
 from curate.errors import CurateError, RunError, UsageError
-from curate.graders import default_grader_spec, get_grader
 from curate.store.run_dir import RolloutStore, set_aside_corrupt_shards
 
 if TYPE_CHECKING:
     import polars as pl
+
 
 # The engine's own output (vLLM, torch, their worker processes) goes here in the run
 # directory, so that the terminal keeps curate's progress and summary.
@@ -97,6 +97,14 @@ class EvalOptions:
     budget: int | None = None
     balanced: int | None = None
     split: str | None = None  # one split of a saved Hugging Face DatasetDict
+    # Grading (curate/engine/preflight.py): how references are read (one of
+    # curate.graders.references.EXTRACT_MODES), the share of references the grader may
+    # fail to use before the run refuses to start, the per-call deadline of graders in
+    # worker processes, and a continuous reward's (low, high) range.
+    reference_extract: str = "auto"
+    max_bad_references: float = DEFAULT_MAX_BAD_FRACTION
+    grader_timeout: float = 10.0
+    score_range: tuple[float, float] | None = None
     # A local engine's own output: to RUN/engine.log (True) or left on fds 1 and 2.
     engine_log: bool = True
 
@@ -180,26 +188,56 @@ def engine_log_path(opts: EvalOptions) -> Path | None:
 
 
 def evaluate(
-    opts: EvalOptions, progress: Progress | None = None, *, status: Status | None = None
+    opts: EvalOptions,
+    progress: Progress | None = None,
+    *,
+    announce: Callable[[Preflight], None] | None = None,
+    status: Status | None = None,
 ) -> EvalOutcome:
     """Run (or resume) an evaluation; returns where it is and what was done.
 
+    Before the engine starts, the references are read and checked (`preflight`):
+    `announce` gets the result first (the CLI prints `Preflight.lines()`), then a
+    grader that cannot use too many references stops the run with a UsageError.
     `status` receives a line when a local engine starts and when it is ready. Ctrl-C
     raises `Interrupted` (a KeyboardInterrupt) saying how many rollouts are stored."""
     if opts.runs < 1:
         raise UsageError("--runs must be at least 1")
     policy = adaptive_policy(opts)
-    frame, fields = load_eval_samples(opts)
-    references = references_by_id(frame, fields)
-    grader_spec = opts.grader or default_grader_spec(list(references.values()))
-    grader = get_grader(grader_spec)
+    options = opts.backend_options()  # an unknown backend or bad option: before any work
+    pf = preflight(opts)
+    try:
+        if opts.backend in LOCAL_ENGINES:
+            from curate.backends.vllm_options import check_model_source
+
+            check_model_source(opts.model)  # a typo fails now, not after a minute of retries
+        if announce is not None:
+            announce(pf)
+        refusal = pf.refusal(opts.data)
+        if refusal is not None:
+            raise refusal
+        return _evaluate(opts, progress, policy, options, pf, status)
+    finally:
+        pf.close()
+
+
+def _evaluate(
+    opts: EvalOptions,
+    progress: Progress | None,
+    policy: AdaptivePolicy | None,
+    options: BackendOptions,
+    pf: Preflight,
+    status: Status | None,
+) -> EvalOutcome:
+    frame, fields, grader = pf.frame, pf.fields, pf.grader
+    references = pf.references
+    grader_spec = pf.grader_spec
     run_dir = opts.run_dir()
     store = RolloutStore(run_dir)
     # No rollout yet: no settings to keep. --force-new clears the directory below,
     # under the writer lock, so a refused second writer never deletes the first's work.
     previous = None if opts.force_new else store.previous_manifest()
     mode = opts.known_mode()
-    options = opts.backend_options()
     settings = EvalSettings(
         model=opts.model,
         backend=opts.backend,
@@ -219,6 +257,10 @@ def evaluate(
         limit=opts.limit,
         engine_options=options.record(),
         adaptive=_manifest_policy(policy, previous),
+        reference_extract=pf.extraction_record(),
+        grader_reason=pf.grader_reason,
+        grader_timeout_s=opts.grader_timeout,
+        score_range=list(opts.score_range) if opts.score_range is not None else None,
     )
     # Refuse a mismatched resume before paying for an engine start.
     skip = {"chat_template_sha256"} | ({"mode"} if mode is None else set())
@@ -231,16 +273,7 @@ def evaluate(
         and not opts.set_aside_corrupt
         and store.missing_pairs(frame["sample_id"], opts.runs) == 0
     ):
-        grader.close()
         return EvalOutcome(run_dir, EvalResult(skipped=frame.height * opts.runs), settings)
-    if opts.backend in LOCAL_ENGINES:
-        from curate.backends.vllm_options import check_model_source
-
-        try:
-            check_model_source(opts.model)  # a typo fails now, not after a minute of retries
-        except CurateError:
-            grader.close()
-            raise
     try:
         with (
             store.writer(),  # one writer per run directory; taken before the engine starts
@@ -260,6 +293,7 @@ def evaluate(
             manifest["backend_info"] = {"model": info.model, **info.extra}
             if opts.split is not None:
                 manifest["dataset_split"] = opts.split
+            manifest["reference_check"] = pf.check_record()
             _check_resume(previous, manifest, run_dir, ignore=set())
             evaluation = Evaluation(
                 backend=backend,
@@ -279,7 +313,11 @@ def evaluate(
             if policy is None:
                 result = run_eval(store, evaluation, progress=progress)
             else:
+                before = set(store.shard_paths())
                 result = run_adaptive(store, evaluation, policy, progress=progress)
+                # The rounds' error messages: the shards this pass wrote hold them.
+                new = [path for path in store.shard_paths() if path not in before]
+                result.error_messages = error_messages_in(store, new)
                 # What the last adaptive pass did, for whoever reads the run later.
                 manifest["adaptive_summary"] = result.summary()
                 store.write_manifest(manifest)
@@ -287,8 +325,6 @@ def evaluate(
         if isinstance(exc, Interrupted):
             raise
         raise Interrupted(run_dir, _stored_count(store)) from exc
-    finally:
-        grader.close()
     return EvalOutcome(run_dir=run_dir, result=result, settings=settings, set_aside=set_aside)
 
 

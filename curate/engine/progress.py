@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -156,3 +156,26 @@ def make_progress(quiet: bool = False) -> Progress:
     if sys.stderr.isatty():
         return RichProgress()
     return PlainProgress()
+
+
+# The end-of-run summary lists this many of the most frequent error messages.
+TOP_ERRORS = 5
+
+
+def error_summary(
+    messages: Mapping[str, int], *, top: int = TOP_ERRORS, width: int = 80
+) -> list[str]:
+    """The most frequent error messages with their counts, one line each (cut to
+    `width`), most frequent first; nothing when there was no error."""
+    if not messages:
+        return []
+    ranked = sorted(messages.items(), key=lambda item: (-item[1], item[0]))
+    digits = len(str(ranked[0][1]))
+    lines = [f"errors by message ({len(ranked)} distinct):"]
+    for message, count in ranked[:top]:
+        line = f"  {count:>{digits}}  {' '.join(message.split())}"
+        lines.append(line if len(line) <= width else line[: width - 3] + "...")
+    if len(ranked) > top:
+        rest = sum(count for _, count in ranked[top:])
+        lines.append(f"  {rest:>{digits}}  ({len(ranked) - top} other messages)")
+    return lines

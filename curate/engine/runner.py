@@ -8,9 +8,11 @@ describes; the adaptive driver calls it once per round."""
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curate.backends.base import (
@@ -28,16 +30,34 @@ from curate.engine.progress import NullProgress, OutcomeTally, Progress
 from curate.engine.spec import DEFAULT_CHUNK_SIZE, Evaluation, evaluation_of
 from curate.errors import CurateError, RunError, one_line
 from curate.graders import Grader
+from curate.graders.base import SampleContext, grade, needs_context
 from curate.store.run_dir import RolloutStore
 
 if TYPE_CHECKING:
     import polars as pl
 
-__all__ = ["DEFAULT_CHUNK_SIZE", "EvalResult", "Evaluation", "plan_requests", "run_eval"]
+__all__ = [
+    "DEFAULT_CHUNK_SIZE",
+    "EvalResult",
+    "Evaluation",
+    "GradingWatch",
+    "plan_requests",
+    "run_eval",
+    "sample_contexts",
+]
 # A streaming backend's finished rollouts reach disk at least this often.
 FLUSH_SECONDS = 2.0
 # What planning needs of the stored rollouts.
 OUTCOME_COLUMNS = ("sample_id", "run_idx", "score", "error")
+# What a grader's failure on one rollout looks like in the store's `error` column.
+GRADER_ERROR_PREFIX = "grader: "
+# The early stop (`GradingWatch`): judged on the first chunk, or on the first
+# WATCH_ROLLOUTS graded rollouts if a chunk holds more, never on fewer than WATCH_MIN
+# (one sample's rollouts failing is not a broken grader).
+WATCH_ROLLOUTS = 200
+WATCH_MIN = 8
+# One message on this share of the graded rollouts is the grader failing, not the data.
+WATCH_SHARE = 0.95
 
 
 @dataclass
@@ -48,6 +68,88 @@ class EvalResult:
     skipped: int = 0  # already stored before this run
     seconds: float = 0.0
     shards: int = 0
+    # Error message -> rollouts of this run that failed with it (generation or grading).
+    error_messages: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass
+class GradingWatch:
+    """Stops a run whose grader fails on (nearly) every rollout, after the first chunk.
+
+    A grader that cannot read the references, or whose reward function raises, turns
+    every rollout into an error row: the run would otherwise go to the end and report
+    nothing but errors. The first graded rollouts are judged once (see WATCH_*): all
+    grader errors, or one message on at least WATCH_SHARE of them, stops the run.
+    """
+
+    grader: str
+    graded: int = 0  # rollouts that reached the grader
+    messages: Counter[str] = field(default_factory=Counter)  # grader errors among them
+    decided: bool = False
+
+    def observe(self, errors: Sequence[str | None]) -> None:
+        """Count one stored chunk's rows: `errors` is its `error` column."""
+        for error in errors:
+            if error is None:
+                self.graded += 1
+            elif error.startswith(GRADER_ERROR_PREFIX):
+                self.graded += 1
+                self.messages[error.removeprefix(GRADER_ERROR_PREFIX)] += 1
+
+    def verdict(self, *, chunk_done: bool = True) -> str | None:
+        """The reason to stop, once enough is seen (None: carry on); judged only once."""
+        if self.decided or self.graded < WATCH_MIN:
+            return None
+        if not chunk_done and self.graded < WATCH_ROLLOUTS:
+            return None
+        self.decided = True
+        failed = sum(self.messages.values())
+        if not failed:
+            return None
+        message, count = self.messages.most_common(1)[0]
+        if failed < self.graded and count < WATCH_SHARE * self.graded:
+            return None
+        head = f"grader {self.grader!r} failed on "
+        if failed == self.graded:
+            head += f"all of the first {self.graded} graded rollouts"
+        else:
+            head += f"{failed} of the first {self.graded} graded rollouts"
+        if len(self.messages) == 1:
+            head += f": {message}"
+        else:
+            head += f"; the most frequent of {len(self.messages)} messages ({count}x): {message}"
+        return (
+            f"{head}. Stopped early; those rollouts are stored: fix the grader or the "
+            "references and re-run the same command to resume"
+        )
+
+
+def error_messages_in(store: RolloutStore, shards: Sequence[Path]) -> Counter[str]:
+    """Error message -> rows of `shards` that hold it (the rows as written, before any
+    later shard replaced them)."""
+    import polars as pl
+
+    if not shards:
+        return Counter()
+    errors = store.scan(["error"], shards=list(shards)).filter(pl.col("error").is_not_null())
+    counts = errors.group_by("error").len().collect()
+    return Counter(dict(counts.iter_rows()))
+
+
+def sample_contexts(
+    samples: pl.DataFrame | None, prompts: Mapping[str, Prompt]
+) -> dict[str, SampleContext]:
+    """Each sample's row (data_source, reward_model, extra_info, ...) for the graders
+    that read it (verl, trl), with `prompt` set to the prompt as the model saw it (the
+    chat messages, or the text). `samples` is a frame from `load_samples` (or the run
+    directory's samples file); curate's own `sample_id` column is left out."""
+    rows: dict[str, dict[str, Any]] = {}
+    if samples is not None and "sample_id" in samples.columns:
+        for row in samples.iter_rows(named=True):
+            sid = str(row.pop("sample_id"))
+            if sid in prompts:
+                rows[sid] = row
+    return {sid: {**rows.get(sid, {}), "prompt": prompt} for sid, prompt in prompts.items()}
 
 
 def target_runs(runs: int | Mapping[str, int], sample_id: str) -> int:
@@ -116,8 +218,12 @@ def grade_generations(
     generations: Sequence[Sequence[Generation]],
     references: Mapping[str, Any],
     grader: Grader,
+    contexts: Mapping[str, SampleContext] | None = None,
 ) -> dict[str, list[Any]]:
-    """Rollout rows (column -> values) for a chunk; failed generations become error rows."""
+    """Rollout rows (column -> values) for a chunk; failed generations become error rows.
+
+    `contexts` (sample id -> row, see `sample_contexts`) reaches the graders that read
+    it (verl, trl) through `curate.graders.base.grade`."""
     records: list[Rollout] = []
     to_grade: list[int] = []
     for req, gens in zip(requests, generations, strict=True):
@@ -146,18 +252,33 @@ def grade_generations(
         # pair once. Short answers repeat a lot across a sample's rollouts.
         pairs = [(records[i].completion or "", records[i].sample_id) for i in to_grade]
         unique = list(dict.fromkeys(pairs))
-        results = grader.grade_batch(
-            [text for text, _ in unique], [references[sid] for _, sid in unique]
+        rows = None
+        if contexts is not None and needs_context(grader):
+            rows = [contexts.get(sid) or {} for _, sid in unique]
+        results = grade(
+            grader, [text for text, _ in unique], [references[sid] for _, sid in unique], rows
         )
         by_pair = dict(zip(unique, results, strict=True))
         for i, pair in zip(to_grade, pairs, strict=True):
             res, record = by_pair[pair], records[i]
             record.extracted = res.extracted
             if res.error is not None:
-                record.error = f"grader: {res.error}"
+                record.error = f"{GRADER_ERROR_PREFIX}{res.error}"
             else:
                 record.score = res.score
+                record.raw_score = res.raw_score
     return rollout_columns(records)
+
+
+def _cut(generations: Sequence[Sequence[Generation]], rollouts: int) -> int:
+    """How many requests (from the start) hold at least `rollouts` rollouts; all of them
+    when they hold fewer."""
+    seen = 0
+    for index, gens in enumerate(generations):
+        seen += len(gens)
+        if seen >= rollouts:
+            return index + 1
+    return len(generations)
 
 
 def _generate(
@@ -263,20 +384,58 @@ def run_eval(
     start = time.perf_counter()
     progress.start(total, total - todo, tally)
 
-    def store_chunk(
+    # The trainer rewards read each sample's row: the one the run directory stores.
+    contexts = sample_contexts(store.read_samples(), prompts) if needs_context(ev.grader) else None
+    watch = GradingWatch(getattr(ev.grader, "name", type(ev.grader).__name__))
+    chunk_requests = 0  # requests seen towards the first full chunk (streaming flushes)
+
+    def store_part(
         chunk: Sequence[GenerationRequest], generations: Sequence[Sequence[Generation]]
-    ) -> None:
-        cols = grade_generations(chunk, generations, ev.references, ev.grader)
+    ) -> list[str | None]:
+        """Grade and write one shard; its `error` column."""
+        cols = grade_generations(chunk, generations, ev.references, ev.grader, contexts)
         frame = pl.DataFrame(cols, schema_overrides={"run_idx": pl.Int32})
         store.append(frame)
         n = frame.height
-        errors = sum(e is not None for e in cols["error"])
+        errors = [e for e in cols["error"] if e is not None]
         result.rollouts += n
-        result.errors += errors
+        result.errors += len(errors)
+        result.error_messages.update(errors)
         result.truncated += sum(bool(t) for t in cols["truncated"])
         result.shards += 1
         tally.add_many(zip(cols["sample_id"], cols["score"], strict=True))
-        progress.advance(n, errors, tally)
+        progress.advance(n, len(errors), tally)
+        return list(cols["error"])
+
+    def store_chunk(
+        chunk: Sequence[GenerationRequest], generations: Sequence[Sequence[Generation]]
+    ) -> None:
+        nonlocal chunk_requests
+        if watch.decided:
+            store_part(chunk, generations)
+            return
+        # Until the watch has judged, a large chunk is graded in two parts: a grader
+        # that fails (or times out) on everything costs WATCH_ROLLOUTS gradings, not
+        # a whole chunk's.
+        cut = _cut(generations, WATCH_ROLLOUTS - watch.graded)
+        parts = [(chunk[:cut], generations[:cut]), (chunk[cut:], generations[cut:])]
+        for index, (part, gens) in enumerate(parts):
+            if not part:
+                continue
+            if watch.decided:
+                store_part(part, gens)
+                continue
+            watch.observe(store_part(part, gens))
+            chunk_requests += len(part)
+            # A streaming backend flushes part-chunks: the first chunk is done once a
+            # chunk's worth of requests (or all of them) has been stored.
+            done = chunk_requests >= min(ev.chunk_size, len(requests))
+            reason = watch.verdict(chunk_done=done)
+            if reason is not None:
+                left = sum(len(g) for _, later in parts[index + 1 :] for g in later)
+                if left:
+                    reason += f" ({left} rollouts generated after them were not graded)"
+                raise RunError(reason)
 
     batches = _generate(ev.backend, requests, ev.sampling, ev.mode, ev.chunk_size)
     try:
@@ -286,13 +445,19 @@ def run_eval(
                 store_chunk(chunk, generations)
         else:
             # Grade and write chunk k on a worker thread while the engine generates
-            # chunk k+1; at most one chunk waits, so a crash loses at most two.
+            # chunk k+1; at most one chunk waits, so a crash loses at most two. Until
+            # the grading watch has judged, chunks are stored before the next is
+            # generated, so a broken grader stops the run one chunk in.
             pending: Future[None] | None = None
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="curate-store") as pool:
                 for chunk, generations in batches:
                     if pending is not None:
                         pending.result()
-                    pending = pool.submit(store_chunk, chunk, generations)
+                        pending = None
+                    if watch.decided:
+                        pending = pool.submit(store_chunk, chunk, generations)
+                    else:
+                        store_chunk(chunk, generations)
                 if pending is not None:
                     pending.result()
     finally:

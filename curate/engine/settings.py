@@ -26,7 +26,12 @@ SCORE_KEYS = (
     "seed",
     "grader",
     "dataset_sha256",
+    "reference_extract",
+    "score_range",
 )
+# A run made before reference extraction graded the references as given: its manifest
+# has no `reference_extract`, which compares equal to the extractor "none".
+NO_EXTRACTION = "none"
 
 
 @dataclass
@@ -52,6 +57,12 @@ class EvalSettings:
     # The adaptive policy's parameters (None: a fixed-N run). Not a score key: it
     # decides which rollouts exist, not what any rollout scores.
     adaptive: dict[str, Any] | None = None
+    # How references were read: {"requested", "mode", "applied", "total", "summary"};
+    # resume compares the extractor used ("mode"), see `extract_mode_of`.
+    reference_extract: dict[str, Any] | None = None
+    grader_reason: str | None = None  # why this grader: "as given" or the automatic choice
+    grader_timeout_s: float | None = None
+    score_range: list[float] | None = None  # [low, high] of a ranged reward
 
     def manifest(self, *, previous: dict[str, Any] | None = None) -> dict[str, Any]:
         """The manifest body. Secrets never enter it: settings hold no keys."""
@@ -76,7 +87,11 @@ def score_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     diffs = []
     for key in SCORE_KEYS:
         a, b = old.get(key), new.get(key)
-        if key == "sampling" and isinstance(a, dict) and isinstance(b, dict):
+        if key == "reference_extract":
+            a, b = extract_mode_of(a), extract_mode_of(b)
+            if a != b:
+                diffs.append(f"reference extraction {a!r} -> {b!r}")
+        elif key == "sampling" and isinstance(a, dict) and isinstance(b, dict):
             for sub in sorted(set(a) | set(b)):
                 if a.get(sub) != b.get(sub):
                     diffs.append(f"{sub} {a.get(sub)!r} -> {b.get(sub)!r}")
@@ -88,3 +103,13 @@ def score_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
             else:
                 diffs.append(f"{key} {a!r} -> {b!r}")
     return diffs
+
+
+def extract_mode_of(value: object) -> object:
+    """The extractor a manifest's `reference_extract` records as used; absent (a run
+    made before extraction existed, which graded references as given) is "none"."""
+    if value is None:
+        return NO_EXTRACTION
+    if isinstance(value, dict):
+        return value.get("mode", NO_EXTRACTION)
+    return value

@@ -38,6 +38,7 @@ from curate.errors import InputError, RunError
 from curate.store.atomic import atomic_path, atomic_write_text
 from curate.store.schema import (
     FORMAT_VERSION,
+    LATE_ROLLOUT_COLUMNS,
     MANIFEST_FILE,
     ROLLOUT_COLUMNS,
     ROLLOUTS_DIR,
@@ -259,10 +260,9 @@ class RolloutStore:
             return pl.LazyFrame(
                 schema={name: rollout_schema()[name] for name in cols}  # type: ignore[misc]
             ).with_columns(pl.lit(0, dtype=pl.Int32).alias("_shard"))
+        late = [name for name in cols if name in LATE_ROLLOUT_COLUMNS]
         frames = [
-            pl.scan_parquet(path)
-            .select(cols)
-            .with_columns(pl.lit(i, dtype=pl.Int32).alias("_shard"))
+            _scan_shard(path, cols, late).with_columns(pl.lit(i, dtype=pl.Int32).alias("_shard"))
             for i, path in enumerate(shards)
         ]
         return pl.concat(frames, how="vertical")
@@ -365,6 +365,30 @@ def set_aside_corrupt_shards(store: RolloutStore) -> list[Path]:
     return moved
 
 
+def _scan_shard(path: Path, cols: list[str], late: list[str]) -> pl.LazyFrame:
+    """One shard's `cols`; a column added after the shard was written reads as null."""
+    import polars as pl
+
+    lf = pl.scan_parquet(path)
+    if late:
+        try:
+            have = set(pl.read_parquet_schema(path))
+        except (pl.exceptions.PolarsError, OSError):
+            have = set(late)  # unreadable: the scan fails and `_collect` names the shard
+        absent = [name for name in late if name not in have]
+        if absent:
+            schema = rollout_schema()
+            return lf.select(
+                [
+                    pl.lit(None, dtype=schema[name]).alias(name)  # type: ignore[arg-type]
+                    if name in absent
+                    else pl.col(name)
+                    for name in cols
+                ]
+            )
+    return lf.select(cols)
+
+
 def shard_problem(path: Path, columns: list[str]) -> str | None:
     """Why `path` cannot serve `columns` as a rollout shard (None: it can).
 
@@ -376,9 +400,9 @@ def shard_problem(path: Path, columns: list[str]) -> str | None:
         schema = pl.read_parquet_schema(path)
         expected = rollout_schema()
         for name in columns:
-            if name not in schema:
+            if name not in schema and name not in LATE_ROLLOUT_COLUMNS:
                 return f"no '{name}' column"
-            if name in expected and schema[name] != expected[name]:
+            if name in expected and name in schema and schema[name] != expected[name]:
                 return f"column '{name}' is {schema[name]}, expected {expected[name]}"
         pl.read_parquet(path)
     except (pl.exceptions.PolarsError, OSError) as exc:

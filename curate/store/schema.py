@@ -15,6 +15,9 @@ FORMAT_VERSION: Final = 1
 # Strings, so that importing this module does not import polars (`--help` stays light).
 ROLLOUT_COLUMNS: Final[dict[str, str]] = ROLLOUT_DTYPES
 
+# Columns added after the first release: older shards lack them, and readers see nulls.
+LATE_ROLLOUT_COLUMNS: Final = ("raw_score",)
+
 # The columns a bare score table must have; the rest are optional.
 REQUIRED_SCORE_COLUMNS: Final = ("sample_id", "score")
 OPTIONAL_SCORE_COLUMNS: Final = ("run_idx", "error")

@@ -1,0 +1,360 @@
+"""What `curate eval` settles before anything is generated: how the references are
+read (`curate.graders.references`), which grader scores them and why, whether that
+grader can use them (`curate.graders.checks`), and one sample's prompt exactly as the
+model will see it.
+
+`preflight(opts)` does all of it for `evaluate` and for `--dry-run`; `Preflight.lines()`
+is what the CLI prints on stderr at the start, `Preflight.refusal()` the error that
+stops a run whose references the grader cannot use, before the engine starts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import textwrap
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from curate.core.prompts import Mode, Prompt
+from curate.data.samples import FieldMap, build_prompts, references_by_id
+from curate.engine.runner import sample_contexts
+from curate.errors import MissingExtraError, UsageError
+from curate.graders import Grader, get_grader
+from curate.graders.base import SampleContext, needs_context, one_line
+from curate.graders.checks import DEFAULT_MAX_BAD_FRACTION, ReferenceCheck, check_references
+from curate.graders.references import (
+    EXTRACT_MODES,
+    ReferenceExtraction,
+    choose_grader,
+    extract_references,
+)
+from curate.graders.registry import RANGED_KINDS
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from curate.engine.evaluate import EvalOptions
+
+__all__ = ["DEFAULT_MAX_BAD_FRACTION", "Preflight", "parse_score_range", "preflight"]
+
+WIDTH = 80  # the start lines fit a standard terminal
+PROMPT_LINES = 12  # at most this many lines of the example prompt
+# Examples under the one-line refusal (the manifest keeps the check's own few).
+REFUSAL_EXAMPLES = 3
+
+_LAYOUTS = {
+    "gsm8k": "the '#### N' line",
+    "boxed": "the last \\boxed{}",
+    "answer-is": "the 'The answer is' line",
+    "last-number": "the last number",
+}
+
+
+@dataclass
+class Preflight:
+    """The references as the grader will read them, the grader, and its self-check."""
+
+    frame: pl.DataFrame  # the samples, with `sample_id`
+    fields: FieldMap
+    extraction: ReferenceExtraction
+    grader_spec: str
+    grader_reason: str
+    grader: Grader  # open: `evaluate` hands it on and closes it; else call `close()`
+    check: ReferenceCheck
+    max_bad_fraction: float
+    example: tuple[str, Prompt, str] | None  # (sample id, prompt, how it was rendered)
+    example_text: str | None = None  # the example prompt as the model sees it
+    raw_references: dict[str, object] | None = None  # as the data set holds them
+
+    @property
+    def references(self) -> dict[str, object]:
+        """Sample id -> the reference the grader reads (after extraction)."""
+        return self.extraction.references
+
+    def close(self) -> None:
+        self.grader.close()
+
+    def refusal(self, data: object) -> UsageError | None:
+        """The error that keeps a run from starting (None: the references are usable).
+
+        One line naming the data file, the count and the options that fix it, then the
+        first few bad references, one per line."""
+        check = self.check
+        if not check.exceeds(self.max_bad_fraction):
+            return None
+        allow = math.ceil(check.bad_fraction * 100) / 100
+        head = (
+            f"grader {self.grader_spec!r} cannot use {check.bad} of {check.total} references "
+            f"({check.bad_fraction:.1%}; --max-bad-references allows "
+            f"{self.max_bad_fraction:g}): read them another way with --reference-extract "
+            f"(now {self.extraction.mode}), choose another --grader, or allow them with "
+            f"--max-bad-references {allow:g}"
+        )
+        examples = [
+            f"  sample {bad.sample_id}: {bad.reference}: {one_line(bad.problem, 120)}"
+            for bad in check.examples[:REFUSAL_EXAMPLES]
+        ]
+        return UsageError("\n".join([head, *examples]), path=data)
+
+    def lines(self) -> list[str]:
+        """The start-of-eval lines (each at most WIDTH columns)."""
+        ex = self.extraction
+        if ex.mode == "none":
+            how = "as given"
+            if ex.requested == "auto":
+                how += " (auto: " + (
+                    "a reward function reads the data as stored)"
+                    if self.grader_spec.partition(":")[0].strip().lower() in RANGED_KINDS
+                    else "no known answer layout)"
+                )
+            what = f"references: {how}, {ex.total} in all"
+        else:
+            chosen = "auto" if ex.requested == "auto" else "--reference-extract"
+            what = (
+                f"references: {ex.mode} ({chosen}): answer from {_LAYOUTS[ex.mode]}, in "
+                f"{ex.applied} of {ex.total} references"
+            )
+            if ex.unread:
+                what += f"; {len(ex.unread)} kept as given"
+        out = [*_fit(what), *_fit(f"grader: {self.grader_reason}")]
+        out += _fit(f"check: {self.check.summary}")
+        if self.example is not None:
+            sid, _, how = self.example
+            out += _fit(f"sample {sid}, as the model sees it ({how}):")
+            out += _prompt_lines(self.example_text or "")
+            reference = self.references.get(sid)
+            raw = (self.raw_references or {}).get(sid, reference)
+            shown = f"reference as graded: {_short(reference, 40)}"
+            if raw != reference:
+                shown += f" (from {_short(raw, 30)})"
+            out += _fit(shown)
+        return out
+
+    def extraction_record(self) -> dict[str, Any]:
+        """The manifest's `reference_extract`: the mode asked and the mode used."""
+        ex = self.extraction
+        return {
+            "requested": ex.requested,
+            "mode": ex.mode,
+            "applied": ex.applied,
+            "total": ex.total,
+            "unread": len(ex.unread),
+            "summary": ex.summary,
+        }
+
+    def check_record(self) -> dict[str, Any]:
+        """The manifest's `reference_check` (what `curate report` can show)."""
+        check = self.check
+        return {
+            "grader": check.grader,
+            "total": check.total,
+            "bad": check.bad,
+            "unparsable": check.unparsable,
+            "rejected": check.rejected,
+            "max_bad_fraction": self.max_bad_fraction,
+            "summary": check.summary,
+            "examples": [
+                {"sample_id": bad.sample_id, "reference": bad.reference, "problem": bad.problem}
+                for bad in check.examples
+            ],
+        }
+
+
+def parse_score_range(text: str) -> tuple[float, float]:
+    """``"LO:HI"`` (e.g. ``-1:1``, ``0:10``) as two finite numbers with LO < HI."""
+    low, sep, high = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        pair = (float(low), float(high))
+    except ValueError:
+        raise UsageError(f"--score-range {text!r}: expected LO:HI, e.g. -1:1") from None
+    if not all(math.isfinite(v) for v in pair) or pair[0] >= pair[1]:
+        raise UsageError(f"--score-range {text!r}: expected two finite numbers with LO < HI")
+    return pair
+
+
+def check_options(opts: EvalOptions) -> None:
+    """UsageError for a grading option out of range (one line, before any work)."""
+    if opts.reference_extract not in EXTRACT_MODES:
+        raise UsageError(
+            f"--reference-extract {opts.reference_extract!r}: expected one of "
+            f"{', '.join(EXTRACT_MODES)}"
+        )
+    if not 0.0 <= opts.max_bad_references <= 1.0:
+        raise UsageError(
+            f"--max-bad-references {opts.max_bad_references:g}: expected a fraction in [0, 1]"
+        )
+    if not (math.isfinite(opts.grader_timeout) and opts.grader_timeout > 0):
+        raise UsageError(
+            f"--grader-timeout {opts.grader_timeout:g}: expected a positive number of seconds"
+        )
+
+
+def preflight(opts: EvalOptions, mode: Mode | None = None) -> Preflight:
+    """Load the samples, read their references, choose and open the grader, and check
+    every reference against it. `mode` is the prompt mode when known (else the one the
+    options imply, chat when unknown). Raises for bad options or data; a check above
+    the allowed share is returned, not raised (`Preflight.refusal`)."""
+    from curate.engine.evaluate import load_eval_samples
+
+    check_options(opts)
+    frame, fields = load_eval_samples(opts)
+    raw = references_by_id(frame, fields)
+    user_function = (opts.grader or "").partition(":")[0].strip().lower() in RANGED_KINDS
+    if opts.reference_extract == "auto" and user_function:
+        # A reward function is called as the trainer will call it: on the data as stored.
+        extraction = replace(extract_references(raw, "none"), requested="auto")
+    else:
+        extraction = extract_references(raw, opts.reference_extract)
+    if opts.grader is not None:
+        spec, reason = opts.grader.strip(), f"{opts.grader.strip()} (given with --grader)"
+        grader = _open(spec, opts)
+    else:
+        # Chosen on the references the extractor read: the ones it could not are data
+        # problems for the check to report, not a reason to grade everything by `exact`.
+        unread = set(extraction.unread)
+        read = {s: ref for s, ref in extraction.references.items() if s not in unread}
+        choice = choose_grader(read or extraction.references)
+        spec, reason = choice.spec, _reason(choice.spec, choice.reason)
+        if unread and read:
+            reason = f"{reason[:-1]}; {len(unread)} unread left out)"
+        try:
+            grader = _open(spec, opts)
+        except MissingExtraError:
+            # `math` needs an extra; string equality is what runs without it.
+            spec = "exact"
+            reason += "; math-verify is not installed (pip install 'curate[math]'): exact"
+            grader = _open(spec, opts)
+    try:
+        mode = mode or opts.known_mode() or "chat"
+        prompts = dict(
+            zip(
+                frame["sample_id"].to_list(),
+                build_prompts(frame, fields, mode, system=opts.system, source=opts.data),
+                strict=True,
+            )
+        )
+        contexts: dict[str, SampleContext] | None = None
+        if needs_context(grader):
+            contexts = sample_contexts(frame, prompts)
+        check = check_references(grader, extraction.references, contexts=contexts)
+        example = None
+        example_text = None
+        if prompts:
+            sid = next(iter(prompts))
+            example_text, how = shown_prompt(prompts[sid], opts.model, mode)
+            example = (sid, prompts[sid], how)
+    except BaseException:
+        grader.close()
+        raise
+    return Preflight(
+        frame=frame,
+        fields=fields,
+        extraction=extraction,
+        grader_spec=spec,
+        grader_reason=reason,
+        grader=grader,
+        check=check,
+        max_bad_fraction=opts.max_bad_references,
+        example=example,
+        example_text=example_text,
+        raw_references=raw,
+    )
+
+
+def _open(spec: str, opts: EvalOptions) -> Grader:
+    return get_grader(spec, timeout_s=opts.grader_timeout, score_range=opts.score_range)
+
+
+def _reason(spec: str, reason: str) -> str:
+    """`numeric (auto: 40 of 40 references are numbers)` from choose_grader's reason."""
+    detail = reason.removeprefix(f"{spec}:").strip()
+    return f"{spec} (auto: {detail})"
+
+
+# -- the prompt as the model sees it ------------------------------------------------------
+
+
+def shown_prompt(prompt: Prompt, model: str, mode: Mode) -> tuple[str, str]:
+    """(the prompt as the model sees it, how it was rendered): completion text as is; a
+    chat prompt through the local model's chat template when there is one, else its
+    messages (the backend applies the template)."""
+    if isinstance(prompt, str):
+        return prompt, "completion mode, the text as is"
+    if mode == "chat":
+        text = apply_local_template(model, prompt)
+        if text is not None:
+            return text, "its chat template applied"
+    body = "\n".join(f"[{m.get('role')}] {m.get('content')}" for m in prompt)
+    return body, "chat messages; the backend applies the model's template"
+
+
+def apply_local_template(model: str, messages: Prompt) -> str | None:
+    """`messages` rendered with a local model directory's chat template, as vLLM's
+    chat() does (generation prompt added); None when there is no template or jinja2."""
+    directory = Path(model)
+    try:
+        config = json.loads((directory / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(config, dict):
+        return None
+    template = config.get("chat_template")
+    if isinstance(template, list):  # named templates: the default one
+        named = {t.get("name"): t.get("template") for t in template if isinstance(t, dict)}
+        template = named.get("default")
+    jinja_file = directory / "chat_template.jinja"
+    if not isinstance(template, str) and jinja_file.is_file():
+        template = jinja_file.read_text(encoding="utf-8")
+    if not isinstance(template, str):
+        return None
+    try:
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+    except ImportError:
+        return None
+
+    def raise_exception(message: str) -> None:
+        raise ValueError(message)
+
+    # The settings transformers renders chat templates with.
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    env.globals["raise_exception"] = raise_exception
+    tokens = {
+        key: value.get("content") if isinstance(value, dict) else value
+        for key, value in config.items()
+        if key.endswith("_token") and isinstance(value, str | dict)
+    }
+    try:
+        return env.from_string(template).render(
+            messages=messages, add_generation_prompt=True, **tokens
+        )
+    except Exception:  # a template this renderer cannot run: show the messages instead
+        return None
+
+
+# -- layout --------------------------------------------------------------------------------
+
+
+def _fit(text: str, width: int = WIDTH) -> list[str]:
+    return textwrap.wrap(text, width, subsequent_indent="  ", break_on_hyphens=False) or [""]
+
+
+def _prompt_lines(text: str, width: int = WIDTH) -> list[str]:
+    """The prompt, indented, long lines wrapped (whitespace kept), at most PROMPT_LINES."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        pieces = textwrap.wrap(
+            line, width - 4, replace_whitespace=False, drop_whitespace=False
+        ) or [""]
+        out += [f"  | {piece}" for piece in pieces]
+    if len(out) > PROMPT_LINES:
+        out = [*out[: PROMPT_LINES - 1], f"  | ... ({len(out) - PROMPT_LINES + 1} more lines)"]
+    return out
+
+
+def _short(value: object, limit: int) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 4] + "...'"
