@@ -9,7 +9,8 @@
    and half after the reference, so both see the same machine load), each from a fresh
    runner process so that the child's peak RSS is its own
    (`getrusage(RUSAGE_CHILDREN).ru_maxrss`).
-3. Times seed 004's reference computation (benchmarks/seed004_reference.py: the
+3. Times the variance-plot method's reference computation
+   (benchmarks/variance_plot_reference.py: the
    per-sample numpy loop over a dict of score lists) on the same file, also as a whole
    process, and checks that curate's categories, mean score and best-of-N match it.
 4. Times `curate --help` and checks that it imports no heavy library.
@@ -42,7 +43,7 @@ import textwrap
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-REFERENCE = HERE / "seed004_reference.py"
+REFERENCE = HERE / "variance_plot_reference.py"
 
 TARGET_MEDIAN_S = 1.5
 TARGET_SPEEDUP = 100.0
@@ -340,7 +341,7 @@ def main() -> int:
         if args.reference_samples and args.reference_samples < args.samples:
             ref_path = subset(path, args.reference_samples)
             scale = args.samples / args.reference_samples
-        print(f"seed 004 reference on {ref_path.name} (one run) ...", flush=True)
+        print(f"variance-plot reference on {ref_path.name} (one run) ...", flush=True)
         ref_run, ref = time_reference(ref_path, work)
         if args.repeat > before:
             more, _ = time_report(path, args.repeat - before, work)
@@ -390,7 +391,7 @@ def main() -> int:
         else ""
     )
     print(
-        f"seed 004 reference: {ref_wall:.2f} s wall{ref_note}, "
+        f"variance-plot reference: {ref_wall:.2f} s wall{ref_note}, "
         f"CPU {ref_run['cpu'] * scale:.2f} s, peak RSS {ref_run['rss'] / 2**20:.0f} MiB"
     )
     print(

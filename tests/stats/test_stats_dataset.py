@@ -1,4 +1,5 @@
-"""Data-set summary: seed 004's numbers, pass@k table, gate, multiplier, warnings."""
+"""Data-set summary: the variance-plot method's numbers, pass@k table, gate, multiplier,
+warnings."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Adaptive evaluation: draw rollouts in rounds and stop a sample as soon as it has
-learning signal (seed 002's gate: a group is useful only when its outcomes differ).
+learning signal (the gate view of standardised GRPO: a group is useful only when its
+outcomes differ).
 
 Two modules, one loop:
 

@@ -1,13 +1,15 @@
-"""Seed 004's reference computation, re-implemented faithfully as the speed baseline.
+"""The variance-plot method's reference computation, re-implemented faithfully as the
+speed baseline.
 
-What seed 004's `VarianceAnalyzer` does after the rollouts exist: a dict of score lists
+What the variance-plot method's `VarianceAnalyzer` does after the rollouts exist: a dict
+of score lists
 per sample (`self.results`), `compute_variance_metrics` (a per-sample Python loop with
 np.mean / np.max / np.min / np.var / np.std), `identify_high_variance_samples` (the
 threshold filter and the category counts) and `compute_improvement_potential` (mean
 score, best-of-N, potential gain). No plotting and no per-sample printing; reading the
 Parquet file into the dict of lists is part of the timed work.
 
-    python benchmarks/seed004_reference.py SCORES.parquet [--threshold 0.01] [--limit N]
+    python benchmarks/variance_plot_reference.py SCORES.parquet [--threshold 0.01] [--limit N]
 
 prints one JSON object: the seed's numbers plus `seconds` (the time inside this
 process, reading included) and `samples`.

@@ -1,4 +1,4 @@
-"""Parity with seed 004's metric definitions on random score matrices.
+"""Parity with the variance-plot method's metric definitions on random score matrices.
 
 `seed_metrics` restates the reference method with numpy, one sample at a time, the way
 the seed computes it: np.mean / np.max / np.min / np.var / np.std per sample, its three
@@ -27,7 +27,8 @@ AMBIGUOUS = 1e-9
 
 
 def seed_metrics(matrix: Sequence[Sequence[float]], threshold: float) -> dict:
-    """Seed 004's definitions, restated: per-sample stats, category counts, potential."""
+    """The variance-plot method's definitions, restated: per-sample stats, category
+    counts, potential."""
     per_sample = []
     for scores in matrix:
         values = np.asarray(scores, dtype=np.float64)
@@ -153,7 +154,8 @@ def test_parity_large_random_partial_credit(seed: int) -> None:
 
 
 def test_seed_example_shape() -> None:
-    """Seed 004's FinQA example: 40 always right, 45 always wrong, 15 mixed of 100."""
+    """The variance-plot method's FinQA example: 40 always correct, 45 always incorrect,
+    15 mixed of 100."""
     matrix = [[1.0] * 3] * 40 + [[0.0] * 3] * 45 + [[1.0, 0.0, 0.0]] * 8 + [[1.0, 1.0, 0.0]] * 7
     assert_parity(matrix, 0.01)
     s = analyze(to_frame(matrix)).summary
