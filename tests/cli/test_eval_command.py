@@ -104,9 +104,13 @@ def test_eval_then_report_plot_filter_as_subprocesses(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr[-2000:]
     # The terminal holds curate's lines only; the engine's own output is in its log.
     log = run / "engine.log"
-    assert res.stderr.startswith(f"eval: starting the vLLM engine for {TINY_MODEL} (log: {log})")
+    # First how references are read and graded (before anything starts), then the engine.
+    err = res.stderr.splitlines()
+    assert err[0].startswith("references: ") and err[1].startswith("grader: numeric")
+    engine = _after_preflight(err)
+    assert engine[0] == f"eval: starting the vLLM engine for {TINY_MODEL} (log: {log}) ..."
     assert re.search(r"^eval: engine ready in \d+\.\d s$", res.stderr, re.MULTILINE)
-    lines = res.stdout.splitlines() + res.stderr.splitlines()
+    lines = res.stdout.splitlines() + engine
     assert all(line.startswith(("eval: ", f"{run}: ", "next: ")) for line in lines), lines
     engine_log = log.read_text()
     assert f"=== curate eval: engine for {TINY_MODEL}" in engine_log
@@ -176,9 +180,17 @@ def test_an_engine_that_cannot_start_points_to_its_log(tmp_path: Path) -> None:
     run = tmp_path / "run"
     res = _curate("eval", str(ARITHMETIC), "--model", str(model), "--out", str(run), "-n", "1")
     assert res.returncode == 1
-    lines = res.stderr.splitlines()
+    lines = _after_preflight(res.stderr.splitlines())
     assert lines[0].startswith("eval: starting the vLLM engine") and len(lines) == 2, lines
     assert lines[1].startswith("curate: error: vLLM could not start the engine")
     assert lines[1].endswith(f"(engine log: {run / 'engine.log'})")
     assert "NoSuchModelForCausalLM" in lines[1]
     assert (run / "engine.log").is_file()
+
+
+def _after_preflight(lines: list[str]) -> list[str]:
+    """stderr after the start-of-eval block (references, grader, check, one prompt)."""
+    for i, line in enumerate(lines):
+        if line.startswith("reference as graded: "):
+            return lines[i + 1 :]
+    return lines
