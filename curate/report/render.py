@@ -40,6 +40,10 @@ null):
     source            str (when known)
     usage             {prompt_tokens: int | null, completion_tokens: int | null,
                        cost_usd: float | null} (only with token counts or prices)
+    suspect_labels    {count: int | null, min_share: float, min_n: int, reason: str | null}:
+                      samples whose rollouts agree on an answer graded wrong (only when
+                      the input has extracted answers; count null and `reason` saying
+                      why when not checked; `curate.analysis.suspects`)
 """
 
 from __future__ import annotations
@@ -62,6 +66,8 @@ from curate.stats.mixed import mixed_label
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from curate.analysis.suspects import SuspectCheck
 
 # The table names the learnable category as such.
 CATEGORY_LABELS = {
@@ -98,6 +104,7 @@ def report_dict(
     *,
     source: str | None = None,
     usage: dict[str, Any] | None = None,
+    suspects: SuspectCheck | None = None,
 ) -> dict[str, Any]:
     """The JSON contract of `curate report --format json` (module docstring)."""
     out = summary.to_dict()
@@ -107,6 +114,8 @@ def report_dict(
         out["source"] = source
     if usage is not None:
         out["usage"] = usage
+    if suspects is not None and suspects.has_answers:  # suspect labels (issue 11)
+        out["suspect_labels"] = suspects.summary()
     return _clean(out)
 
 
@@ -116,8 +125,10 @@ def render_json(
     *,
     source: str | None = None,
     usage: dict[str, Any] | None = None,
+    suspects: SuspectCheck | None = None,
 ) -> str:
-    return json.dumps(report_dict(summary, gates, source=source, usage=usage), indent=2) + "\n"
+    out = report_dict(summary, gates, source=source, usage=usage, suspects=suspects)
+    return json.dumps(out, indent=2) + "\n"
 
 
 def usage_rows(usage: dict[str, Any] | None) -> list[tuple[str, str]]:
@@ -189,6 +200,7 @@ def render_markdown(
     *,
     source: str | None = None,
     usage: dict[str, Any] | None = None,
+    suspects: SuspectCheck | None = None,
 ) -> str:
     s = summary
     g = s.gate["group_size"]
@@ -251,6 +263,8 @@ def render_markdown(
         ]
     head, detail = multiplier_lines(s.compute_multiplier, s.high_variance_fraction)
     lines += ["", f"**Compute multiplier:** {head}", ""] + [f"- {line}" for line in detail]
+    if (suspect := suspect_line(suspects, source, code="`")) is not None:
+        lines += ["", suspect]
     if s.warnings:
         lines += ["", "**Warnings**", ""] + [f"- {w}" for w in s.warnings]
     return "\n".join(lines) + "\n"
@@ -263,6 +277,7 @@ def render_table(
     *,
     source: str | None = None,
     usage: dict[str, Any] | None = None,
+    suspects: SuspectCheck | None = None,
 ) -> None:
     # rich loads only for the table format: JSON and Markdown output start faster.
     from rich.table import Table
@@ -332,8 +347,31 @@ def render_table(
     console.print(f"[bold]compute multiplier[/bold]: {head}", highlight=False)
     for line in detail:
         console.print(f"  {line}", highlight=False)
+    if (suspect := suspect_line(suspects, source)) is not None:
+        # Not wrapped by rich: the command in the line stays whole for copy and paste.
+        console.print(suspect, highlight=False, markup=False, soft_wrap=True)
     for w in s.warnings:
         console.print(f"[yellow]warning[/yellow]: {w}", highlight=False)
     for gate in gates:
         mark = "[green]PASS[/green]" if gate.passed else "[red]FAIL[/red]"
         console.print(f"{mark} {gate.name}: {gate.message}", highlight=False)
+
+
+# -- suspect labels (issue 11) ------------------------------------------------------------
+
+
+def suspect_line(check: SuspectCheck | None, source: str | None, *, code: str = "") -> str | None:
+    """The report's one line on suspect labels; None for input without extracted answers
+    (the report then reads as before; `--show suspects` says why there is no check).
+    `code` wraps the command to run (a backtick in Markdown)."""
+    if check is None or not check.has_answers:
+        return None
+    if check.count is None:
+        return f"suspect labels: {check.reason}"
+    n = check.count
+    line = f"suspect labels: {n} sample{'' if n == 1 else 's'} (majority answer graded wrong)"
+    if n and source is not None:
+        import shlex
+
+        line += f"; list: {code}curate report {shlex.quote(source)} --show suspects{code}"
+    return line
