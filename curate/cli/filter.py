@@ -65,6 +65,17 @@ def filter_samples(
             rich_help_panel=SELECT,
         ),
     ] = None,
+    suspects: Annotated[
+        str,
+        typer.Option(
+            "--suspects",
+            metavar="keep|drop|only",
+            help="Suspect labels (most rollouts agree on an answer graded wrong): keep them, "
+            "drop them (drop_reason suspect_label), or keep only them, for relabelling "
+            "(every category unless --keep is given). Needs extracted answers.",
+            rich_help_panel=SELECT,
+        ),
+    ] = "keep",
     stats: Annotated[
         bool,
         typer.Option(
@@ -208,10 +219,13 @@ def filter_samples(
     """
     from curate.filtering import filter_run
 
+    # Relabelling wants every suspect, whatever its category, unless --keep says otherwise.
+    only_suspects = suspects.strip().lower() == "only"
     result = filter_run(
         run,
         output,
-        keep=keep or ["high-variance"],
+        keep=keep or (["all"] if only_suspects else ["high-variance"]),
+        suspects=suspects,
         pass_rate=pass_rate,
         data=data,
         split=split,
@@ -254,6 +268,8 @@ def filter_samples(
         )
     for note in result.notes:
         print(note)
+    if result.suspects is not None:
+        print(f"suspect labels: {result.suspects} (majority answer graded wrong)")
     if result.dropped:
         print(f"dropped {result.dropped} -> {result.rejects}")
         for reason, count in result.drop_reasons:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from enum import Enum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,11 +14,20 @@ from curate.cli.errors import handle_errors
 from curate.cli.options import GroupSizeOpt, RunArg, ThresholdOpt
 from curate.cli.output import stdout_console, write_stdout
 
+if TYPE_CHECKING:
+    from curate.analysis.suspects import SuspectCheck
+
 
 class ReportFormat(str, Enum):
     table = "table"
     json = "json"
     markdown = "markdown"
+
+
+class ReportShow(str, Enum):
+    """What `--show` lists instead of the summary."""
+
+    suspects = "suspects"
 
 
 @handle_errors
@@ -70,6 +79,15 @@ def report(
             show_default=False,
         ),
     ] = None,
+    show: Annotated[
+        ReportShow | None,
+        typer.Option(
+            "--show",
+            help="List instead of summarising: suspects (samples whose rollouts agree on an "
+            "answer graded wrong; a likely wrong reference).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Summarise pass rates, variance, pass@k and mixed-group odds; exit 1 if a gate fails."""
     from curate.report.build import build_report
@@ -83,26 +101,43 @@ def report(
         price_in=price_in,
         price_out=price_out,
         group_by=group_by,
+        # The list needs the check whatever the run's size; the summary checks if cheap.
+        suspects=True if show is ReportShow.suspects else None,
     )
     summary, gates, usage, name = built.summary, built.gates, built.usage, built.source
-    if format is ReportFormat.json:
+    suspects = built.suspects
+    if show is ReportShow.suspects and suspects is not None:
+        show_suspects(suspects, format, name)
+    elif format is ReportFormat.json:
         from curate.report.render import render_json
 
-        write_stdout(render_json(summary, gates, source=name, usage=usage))
+        write_stdout(render_json(summary, gates, source=name, usage=usage, suspects=suspects))
     elif format is ReportFormat.markdown:
         from curate.report.render import render_markdown
 
-        text = render_markdown(summary, gates, source=name, usage=usage)
+        text = render_markdown(summary, gates, source=name, usage=usage, suspects=suspects)
         write_stdout(text)
         append_step_summary(text)
     else:
         from curate.report.render import render_table
 
-        render_table(summary, gates, stdout_console(), source=name, usage=usage)
+        render_table(summary, gates, stdout_console(), source=name, usage=usage, suspects=suspects)
     if built.failed_gates:
         for g in built.failed_gates:
             print(f"curate: gate failed: {g.name}: {g.message}", file=sys.stderr)
         raise typer.Exit(1)
+
+
+def show_suspects(check: SuspectCheck, format: ReportFormat, name: str) -> None:
+    """`--show suspects`: the flagged samples in `format` (or why there is no check)."""
+    from curate.report import suspects as render
+
+    if format is ReportFormat.json:
+        write_stdout(render.render_suspects_json(check, source=name))
+    elif format is ReportFormat.markdown:
+        write_stdout(render.render_suspects_markdown(check, source=name))
+    else:
+        render.render_suspects_table(check, stdout_console(), source=name)
 
 
 def append_step_summary(text: str) -> None:

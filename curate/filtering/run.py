@@ -7,10 +7,10 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from curate.core.outcome import DEFAULT_THRESHOLD
-from curate.filtering.select import FilterSpec, parse_keep, parse_range
+from curate.filtering.select import FilterSpec, parse_keep, parse_range, parse_suspects
 from curate.stats.per_sample import DEFAULT_GROUP_SIZE
 
 if TYPE_CHECKING:
@@ -43,6 +43,7 @@ class FilterResult:
     plan_total: int | None = None  # rollouts in the whole plan, when one was joined
     plan_kept: int = 0  # of those, planned for the kept samples
     plan_missing: int = 0  # kept samples the plan does not list (planned_rollouts null)
+    suspects: int | None = None  # suspect labels found, when --suspects asked for them
 
     @property
     def dropped(self) -> int:
@@ -77,6 +78,7 @@ def filter_run(
     system: str | None = None,
     threshold: float = DEFAULT_THRESHOLD,
     group_size: int = DEFAULT_GROUP_SIZE,
+    suspects: str = "keep",
 ) -> FilterResult:
     """Keep the samples of `run` whose category is in `keep` (the names `curate filter
     --keep` takes) and whose pass rate is within `pass_rate` ("LO:HI" or (lo, hi); on
@@ -87,8 +89,10 @@ def filter_run(
     `data` gives the original samples of a bare score table (`split`, `id_field` pick
     them out); `weights` is an objective (linear|log|sqrt|arcsin) or a table of
     sample_id, weight that must cover every kept sample, unless `weight_default` fills
-    the ones it lacks; `plan` is a plan from `plan_rollouts`. Bad options fail before
-    the scores are read.
+    the ones it lacks; `plan` is a plan from `plan_rollouts`. `suspects` (keep, drop,
+    only) drops the suspect labels (`curate.analysis.suspects`; drop_reason
+    "suspect_label") or every other sample; it needs extracted answers. Bad options
+    fail before the scores are read.
     """
     from contextlib import ExitStack
     from dataclasses import replace
@@ -120,7 +124,11 @@ def filter_run(
     fmt.check_output(output)
     if isinstance(pass_rate, str):
         pass_rate = parse_range(pass_rate) if pass_rate else None
-    spec = FilterSpec(keep=parse_keep(list(keep)), pass_rate=pass_rate)
+    spec = FilterSpec(
+        keep=parse_keep(list(keep)), pass_rate=pass_rate, suspects=parse_suspects(suspects)
+    )
+    if spec.suspects != "keep":
+        _check_answers(run, spec.suspects)
     if split is not None and data is None:
         # A run directory keeps the samples it evaluated: only --data has splits to pick.
         raise UsageError("--split picks a split of --data; pass --data too")
@@ -152,7 +160,10 @@ def filter_run(
         id_field = "sample_id" if samples is None or "sample_id" in samples.columns else "id"
     if (loaded.manifest or {}).get("adaptive"):
         spec = replace(spec, rate_column="smoothed_pass_rate")  # issue 13
-    decisions = decide(loaded.per_sample, spec)
+    per_sample, flagged = loaded.per_sample, None
+    if spec.suspects != "keep":
+        per_sample, flagged = _with_suspect_labels(per_sample, run, spec.suspects, loaded.manifest)
+    decisions = decide(per_sample, spec)
     rows = attach_fields(decisions, samples, id_field=id_field, source=data or run)
     kept = rows.filter(pl.col("kept")).drop("kept", "drop_reason")
     dropped = rows.filter(~pl.col("kept")).drop("kept")
@@ -217,6 +228,7 @@ def filter_run(
         plan_total=plan_total,
         plan_kept=int(kept["planned_rollouts"].sum()) if plan_total is not None else 0,
         plan_missing=kept["planned_rollouts"].null_count() if plan_total is not None else 0,
+        suspects=flagged,
     )
 
 
@@ -226,3 +238,33 @@ def write_rejects(frame: pl.DataFrame, tmp: Path, final: Path) -> None:
         frame.write_parquet(tmp)
     else:
         frame.write_ndjson(tmp)
+
+
+# -- --suspects (issue 11) ----------------------------------------------------------------
+
+
+def _check_answers(run: Path, choice: str) -> None:
+    """UsageError (before any reading) when the input has no extracted answers."""
+    from curate.analysis.suspects import NO_ANSWERS
+    from curate.errors import UsageError
+    from curate.store.scores import has_answers
+
+    if not has_answers(run):
+        raise UsageError(f"--suspects {choice}: {NO_ANSWERS}")
+
+
+def _with_suspect_labels(
+    per_sample: pl.DataFrame, run: Path, choice: str, manifest: dict[str, Any] | None
+) -> tuple[pl.DataFrame, int]:
+    """`per_sample` with a boolean `suspect_label` column, and how many are flagged."""
+    import polars as pl
+
+    from curate.analysis.suspects import load_suspects
+    from curate.errors import UsageError
+
+    check = load_suspects(run, manifest=manifest)
+    if not check.checked:
+        raise UsageError(f"--suspects {choice}: {check.reason}")
+    ids = check.ids().implode()
+    flagged = per_sample.with_columns(pl.col("sample_id").is_in(ids).alias("suspect_label"))
+    return flagged, int(check.count or 0)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from curate.core.outcome import CATEGORIES
 from curate.errors import InputError, UsageError
@@ -31,6 +31,13 @@ STAT_COLUMNS = (
 )
 
 
+# --suspects (issue 11): what to do with suspect labels (curate.stats.suspects).
+SUSPECT_CHOICES = ("keep", "drop", "only")
+# The drop reasons --suspects writes into the rejects.
+SUSPECT_REASON = "suspect_label"
+NOT_SUSPECT_REASON = "not a suspect label"
+
+
 @dataclass(frozen=True)
 class FilterSpec:
     keep: frozenset[str] = field(default_factory=lambda: frozenset({"high_variance"}))
@@ -38,6 +45,19 @@ class FilterSpec:
     # The rate --pass-rate bounds: the raw c/n, or on an adaptive run the posterior mean
     # (a sample stopped once mixed has a c/n biased toward 1/2: issue 13).
     rate_column: str = "pass_rate"
+    # keep: ignore suspect labels; drop: drop them; only: drop every other sample.
+    # drop and only need a boolean `suspect_label` column in the per-sample frame.
+    suspects: str = "keep"
+
+
+def parse_suspects(value: str) -> str:
+    """A --suspects value (keep, drop or only), case-insensitive."""
+    key = value.strip().lower()
+    if key not in SUSPECT_CHOICES:
+        raise UsageError(
+            f"unknown --suspects value '{value}' (choose from {', '.join(SUSPECT_CHOICES)})"
+        )
+    return key
 
 
 def parse_keep(values: list[str]) -> frozenset[str]:
@@ -70,12 +90,14 @@ def decide(per_sample: pl.DataFrame, spec: FilterSpec) -> pl.DataFrame:
     import polars as pl
 
     cat = pl.col("category")
-    reason = (
-        pl.when(pl.col("n_rollouts") == 0)
-        .then(pl.lit("no scored rollouts"))
-        .when(~cat.is_in(sorted(spec.keep)))
-        .then(cat)
-    )
+    reason: Any = pl.when(pl.col("n_rollouts") == 0).then(pl.lit("no scored rollouts"))
+    # Suspect labels first: the rejects should say "check the reference" rather than
+    # "always incorrect", which most of them also are.
+    if spec.suspects == "drop":
+        reason = reason.when(pl.col("suspect_label")).then(pl.lit(SUSPECT_REASON))
+    elif spec.suspects == "only":
+        reason = reason.when(~pl.col("suspect_label")).then(pl.lit(NOT_SUSPECT_REASON))
+    reason = reason.when(~cat.is_in(sorted(spec.keep))).then(cat)
     if spec.pass_rate is not None:
         lo, hi = spec.pass_rate
         rate = pl.col(spec.rate_column)

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from curate.report.gates import GateResult, evaluate_gates
 from curate.stats.dataset import DatasetSummary
 from curate.stats.per_sample import DEFAULT_GROUP_SIZE, DEFAULT_THRESHOLD
+from curate.stats.suspects import DEFAULT_MIN_N, DEFAULT_MIN_SHARE
+
+if TYPE_CHECKING:
+    from curate.analysis.suspects import SuspectCheck
 
 # The column the report breaks its figures down by when none is asked for (when present).
 DEFAULT_GROUP_COLUMN = "data_source"
@@ -21,6 +25,8 @@ class Report:
     summary: DatasetSummary
     gates: list[GateResult]
     usage: dict[str, Any] | None
+    # Suspect labels (curate.analysis.suspects); None when not asked for (suspects=False).
+    suspects: SuspectCheck | None = None
 
     @property
     def failed_gates(self) -> list[GateResult]:
@@ -37,13 +43,23 @@ def build_report(
     price_in: float | None = None,
     price_out: float | None = None,
     group_by: str | None = None,
+    suspects: bool | None = None,
+    suspect_min_n: int = DEFAULT_MIN_N,
+    suspect_min_share: float = DEFAULT_MIN_SHARE,
 ) -> Report:
     """Read the scores once, summarise them, check the requested gates.
 
     The summary's `by_group` breaks the figures down by `group_by`, a column of the
     run's samples.parquet or of the score table (an error when missing), or by
-    `data_source` when there is one."""
+    `data_source` when there is one.
+
+    `suspects`: check for suspect labels (True), do not (False), or check when the input
+    has extracted answers and few enough rollouts for the check to be cheap (None;
+    `curate.analysis.suspects.report_suspects`)."""
     from curate.analysis import load_analysis
+    from curate.stats.suspects import check_parameters
+
+    check_parameters(suspect_min_n, suspect_min_share)  # before the read: fail fast
 
     # Data-set statistics only: one pass over the file (token columns included), and
     # 0/1 scores compressed to a few weighted rows (no per-sample frame is kept).
@@ -60,4 +76,18 @@ def build_report(
     )
     # Token counts (and cost, given prices) when the input has them; else no section.
     usage = loaded.usage(price_in, price_out)
-    return Report(source=str(path), summary=loaded.summary, gates=gates, usage=usage)
+    check = None
+    if suspects is not False:
+        from curate.analysis.suspects import report_suspects
+
+        check = report_suspects(
+            path,
+            rollouts=loaded.summary.rollouts,
+            asked=suspects,
+            min_n=suspect_min_n,
+            min_share=suspect_min_share,
+            manifest=loaded.manifest,
+        )
+    return Report(
+        source=str(path), summary=loaded.summary, gates=gates, usage=usage, suspects=check
+    )

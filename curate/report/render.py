@@ -40,6 +40,10 @@ null):
     source            str (when known)
     usage             {prompt_tokens: int | null, completion_tokens: int | null,
                        cost_usd: float | null} (only with token counts or prices)
+    suspect_labels    {count: int | null, min_share: float, min_n: int, reason: str | null}:
+                      samples whose rollouts agree on an answer graded wrong (only when
+                      the input has extracted answers; count null and `reason` saying
+                      why when not checked; `curate.analysis.suspects`)
 """
 
 from __future__ import annotations
@@ -63,6 +67,8 @@ from curate.stats.mixed import mixed_label
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from curate.analysis.suspects import SuspectCheck
 
 # The table names the learnable category as such.
 CATEGORY_LABELS = {
@@ -99,6 +105,7 @@ def report_dict(
     *,
     source: str | None = None,
     usage: dict[str, Any] | None = None,
+    suspects: SuspectCheck | None = None,
 ) -> dict[str, Any]:
     """The JSON contract of `curate report --format json` (module docstring)."""
     out = summary.to_dict()
@@ -108,6 +115,8 @@ def report_dict(
         out["source"] = source
     if usage is not None:
         out["usage"] = usage
+    if suspects is not None and suspects.has_answers:  # suspect labels (issue 11)
+        out["suspect_labels"] = suspects.summary()
     return _clean(out)
 
 
@@ -117,8 +126,10 @@ def render_json(
     *,
     source: str | None = None,
     usage: dict[str, Any] | None = None,
+    suspects: SuspectCheck | None = None,
 ) -> str:
-    return json.dumps(report_dict(summary, gates, source=source, usage=usage), indent=2) + "\n"
+    out = report_dict(summary, gates, source=source, usage=usage, suspects=suspects)
+    return json.dumps(out, indent=2) + "\n"
 
 
 def usage_rows(usage: dict[str, Any] | None) -> list[tuple[str, str]]:
@@ -190,6 +201,7 @@ def render_markdown(
     *,
     source: str | None = None,
     usage: dict[str, Any] | None = None,
+    suspects: SuspectCheck | None = None,
 ) -> str:
     s = summary
     g = s.gate["group_size"]
@@ -254,6 +266,8 @@ def render_markdown(
     lines += ["", f"**Compute multiplier:** {head}", ""] + [f"- {line}" for line in detail]
     if note := model_based_note(s.extra):  # adaptive runs (issue 13)
         lines += ["", f"_{note}_"]
+    if (suspect := suspect_line(suspects, source, code="`")) is not None:
+        lines += ["", suspect]
     if s.warnings:
         lines += ["", "**Warnings**", ""] + [f"- {w}" for w in s.warnings]
     return "\n".join(lines) + "\n"
@@ -266,6 +280,7 @@ def render_table(
     *,
     source: str | None = None,
     usage: dict[str, Any] | None = None,
+    suspects: SuspectCheck | None = None,
 ) -> None:
     # rich loads only for the table format: JSON and Markdown output start faster.
     from rich.table import Table
@@ -337,8 +352,31 @@ def render_table(
         console.print(f"  {line}", highlight=False)
     if note := model_based_note(s.extra):  # adaptive runs (issue 13)
         console.print(f"[bold]note[/bold]: {note}", highlight=False)
+    if (suspect := suspect_line(suspects, source)) is not None:
+        # Not wrapped by rich: the command in the line stays whole for copy and paste.
+        console.print(suspect, highlight=False, markup=False, soft_wrap=True)
     for w in s.warnings:
         console.print(f"[yellow]warning[/yellow]: {w}", highlight=False)
     for gate in gates:
         mark = "[green]PASS[/green]" if gate.passed else "[red]FAIL[/red]"
         console.print(f"{mark} {gate.name}: {gate.message}", highlight=False)
+
+
+# -- suspect labels (issue 11) ------------------------------------------------------------
+
+
+def suspect_line(check: SuspectCheck | None, source: str | None, *, code: str = "") -> str | None:
+    """The report's one line on suspect labels; None for input without extracted answers
+    (the report then reads as before; `--show suspects` says why there is no check).
+    `code` wraps the command to run (a backtick in Markdown)."""
+    if check is None or not check.has_answers:
+        return None
+    if check.count is None:
+        return f"suspect labels: {check.reason}"
+    n = check.count
+    line = f"suspect labels: {n} sample{'' if n == 1 else 's'} (majority answer graded wrong)"
+    if n and source is not None:
+        import shlex
+
+        line += f"; list: {code}curate report {shlex.quote(source)} --show suspects{code}"
+    return line

@@ -733,3 +733,60 @@ def _resolve_duplicates(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
             path=path,
         )
     return frame.unique(subset=["sample_id", "run_idx"], keep="first", maintain_order=True)
+
+
+# ------------------------------------------------ extracted answers (suspect labels)
+
+# The column holding what the grader extracted from each completion.
+ANSWER_COLUMN = "extracted"
+
+
+def has_answers(path: str | os.PathLike[str]) -> bool:
+    """Whether the input stores extracted answers: a run directory whose shards have an
+    `extracted` column, or a table with one. Reads schemas only (and a JSON array file).
+    """
+    path = Path(path)
+    # Unreadable input: the scores' own read names the problem, not this probe.
+    unreadable: tuple[type[BaseException], ...] = (InputError, *_input_errors())
+    try:
+        if path.is_dir():
+            return is_run_dir(path) and ANSWER_COLUMN in _shard_columns(RolloutStore(path))
+        if not path.is_file() or path.suffix.lower() not in TABLE_SUFFIXES:
+            return False
+        lf = read_table(path).lazy() if _is_json(path) else scan_table(path)
+        return ANSWER_COLUMN in lf.collect_schema().names()
+    except unreadable:
+        return False
+
+
+def read_answers(path: str | os.PathLike[str]) -> pl.DataFrame | None:
+    """sample_id, score, error, extracted (String) of every rollout, validated and
+    de-duplicated exactly as `load_scores` reads the scores; None when the input has no
+    `extracted` column (a bare score table usually has none).
+
+    A second read beside `read_scores`, on purpose: the answers are strings, several
+    times the bytes of the scores, and only the suspect-label check needs them.
+    """
+    import polars as pl
+
+    path = Path(path)
+    if not has_answers(path):
+        return None
+    cols = ["sample_id", "score", "error", ANSWER_COLUMN]
+    if path.is_dir():
+        store = RolloutStore(path)
+        frame = store.rollouts([*SCORE_COLUMNS, ANSWER_COLUMN])
+        if frame.height == 0:
+            raise InputError("run directory has no rollouts yet", path=path)
+        return _validate(frame, path).select(cols)
+    lf = read_table(path).lazy() if _is_json(path) else scan_table(path)
+    names = lf.collect_schema().names()
+    try:
+        frame = lf.select(c for c in (*SCORE_COLUMNS, ANSWER_COLUMN) if c in names).collect()
+        answers = frame[ANSWER_COLUMN].cast(pl.String)
+    except _input_errors() as exc:
+        raise InputError(f"cannot read table: {one_line(exc)}", path=path) from exc
+    # `_normalise` keeps the row order, so the answers line up with its rows.
+    frame = _normalise(frame.drop(ANSWER_COLUMN), path).with_columns(answers)
+    frame = _resolve_duplicates(_validate(frame, path), path)
+    return frame.select(cols)

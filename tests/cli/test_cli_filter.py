@@ -361,3 +361,92 @@ def test_weight_table_of_other_ids_says_so(cli, run_dir: Path, inputs: Path, out
     assert result.exit_code == 2
     assert "none of the table's ids is a kept sample (its first: '1')" in result.stderr
     assert list(outdir.iterdir()) == []
+
+
+# ------------------------------------------------------- issue 11: --suspects
+
+
+@pytest.fixture
+def suspect_run(inputs: Path) -> Path:
+    from tests.report.suspect_run import write_suspect_run
+
+    return write_suspect_run(inputs / "suspects")
+
+
+def test_filter_suspects_drop(cli, suspect_run: Path, outdir: Path) -> None:
+    from tests.report.suspect_run import SAMPLES, SUSPECTS
+
+    out = outdir / "train.jsonl"
+    result = cli("filter", suspect_run, "-o", out, "--keep", "all", "--suspects", "drop")
+    assert result.exit_code == 0, result.stderr
+    kept = read(out)["sample_id"].to_list()
+    assert sorted(kept) == sorted(set(SAMPLES) - set(SUSPECTS))
+    rejects = read(outdir / "train.rejects.jsonl")
+    assert dict(rejects.select("sample_id", "drop_reason").rows()) == dict.fromkeys(
+        SUSPECTS, "suspect_label"
+    )
+    assert "suspect labels: 3 (majority answer graded wrong)" in result.stdout
+    assert "suspect_label" in result.stdout  # among the drop reasons
+
+
+def test_filter_suspects_drop_comes_before_the_category(
+    cli, suspect_run: Path, outdir: Path
+) -> None:
+    out = outdir / "train.jsonl"
+    result = cli("filter", suspect_run, "-o", out, "--suspects", "drop")
+    assert result.exit_code == 0, result.stderr
+    reasons = dict(read(outdir / "train.rejects.jsonl").select("sample_id", "drop_reason").rows())
+    # Always incorrect too, but the rejects say to check the reference.
+    assert reasons["bad1"] == "suspect_label"
+    assert reasons["hard1"] == "always_incorrect"
+
+
+def test_filter_suspects_only(cli, suspect_run: Path, outdir: Path) -> None:
+    from tests.report.suspect_run import SUSPECTS
+
+    out = outdir / "relabel.jsonl"
+    result = cli("filter", suspect_run, "-o", out, "--suspects", "only")
+    assert result.exit_code == 0, result.stderr
+    kept = read(out)
+    assert kept["sample_id"].to_list() == SUSPECTS  # every category, not just high-variance
+    assert kept["answer"].to_list() == ["41", "100", "London"]
+    rejects = read(outdir / "relabel.rejects.jsonl")
+    assert set(rejects["drop_reason"]) == {"not a suspect label"}
+    # An explicit --keep still applies: of the three, only bad2 is high-variance.
+    narrow = cli("filter", suspect_run, "-o", out, "--suspects", "ONLY", "--keep", "high-variance")
+    assert narrow.exit_code == 0, narrow.stderr
+    assert read(out)["sample_id"].to_list() == ["bad2"]
+
+
+def test_filter_suspects_keep_is_the_default(cli, suspect_run: Path, outdir: Path) -> None:
+    default = cli("filter", suspect_run, "-o", outdir / "a.jsonl", "--keep", "all")
+    keep = cli(
+        "filter", suspect_run, "-o", outdir / "b.jsonl", "--keep", "all", "--suspects", "keep"
+    )
+    assert default.exit_code == keep.exit_code == 0
+    assert read(outdir / "a.jsonl").equals(read(outdir / "b.jsonl"))
+    assert read(outdir / "a.jsonl").height == 10
+    assert "suspect labels" not in default.stdout
+
+
+def test_bad_suspects_value_is_one_line_and_writes_nothing(
+    cli, suspect_run: Path, outdir: Path, snapshot
+) -> None:
+    before = snapshot(outdir, suspect_run)
+    result = cli("filter", suspect_run, "-o", outdir / "k.jsonl", "--suspects", "remove")
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        "curate: error: unknown --suspects value 'remove' (choose from keep, drop, only)"
+    ]
+    assert snapshot(outdir, suspect_run) == before
+
+
+def test_suspects_without_answers_is_one_line_and_writes_nothing(
+    cli, scores_csv: Path, outdir: Path, snapshot
+) -> None:
+    before = snapshot(outdir)
+    result = cli("filter", scores_csv, "-o", outdir / "k.jsonl", "--suspects", "drop")
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--suspects drop: the check needs extracted answers" in lines[0]
+    assert snapshot(outdir) == before

@@ -362,3 +362,64 @@ def test_multiplier_lines_fit_80_columns(cli, inputs: Path, rows: str) -> None:
     block = out[start:].splitlines()[:4]
     assert all(len(line) <= 80 for line in out.splitlines()), out
     assert "rule of thumb" in block[3] and "seed" not in out
+
+
+# ------------------------------------------------------- issue 11: suspect labels
+
+
+@pytest.fixture
+def suspect_run(inputs: Path) -> Path:
+    from tests.report.suspect_run import write_suspect_run
+
+    return write_suspect_run(inputs / "suspects")
+
+
+def test_report_line_on_suspect_labels(cli, suspect_run: Path) -> None:
+    result = cli("report", suspect_run, env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.stderr
+    # One line even at 80 columns: the command in it stays whole for copy and paste.
+    assert (
+        f"suspect labels: 3 samples (majority answer graded wrong); "
+        f"list: curate report {suspect_run} --show suspects"
+    ) in result.stdout.splitlines()
+    data = report_json(cli, suspect_run)
+    assert data["suspect_labels"] == {"count": 3, "min_share": 0.6, "min_n": 4, "reason": None}
+
+
+def test_show_suspects_in_every_format(cli, suspect_run: Path) -> None:
+    from tests.report.suspect_run import SUSPECTS
+
+    table = cli("report", suspect_run, "--show", "suspects", env={"COLUMNS": "100"})
+    assert table.exit_code == 0, table.stderr
+    for text in ("sample_id", "reference", "majority answer", "bad1", "41", "42", "87.5%"):
+        assert text in table.stdout, text
+    assert "compute multiplier" not in table.stdout  # the list replaces the summary
+    assert "hard1" not in table.stdout and "ok1" not in table.stdout
+
+    md = cli("report", suspect_run, "--show", "suspects", "--format", "markdown")
+    assert md.exit_code == 0, md.stderr
+    assert "| bad1 | 41 | 42 | 87.5% | 8 |" in md.stdout.splitlines()
+    assert "| bad3 | London | paris | 75.0% | 8 |" in md.stdout.splitlines()
+
+    data = json.loads(cli("report", suspect_run, "--show", "suspects", "--format", "json").stdout)
+    assert [s["sample_id"] for s in data["suspects"]] == SUSPECTS
+    assert [s["reference"] for s in data["suspects"]] == ["41", "100", "London"]
+    assert data["suspect_labels"]["count"] == 3
+
+
+def test_show_suspects_without_answers_says_why(cli, scores_csv: Path) -> None:
+    result = cli("report", scores_csv, "--show", "suspects")
+    assert result.exit_code == 0, result.stderr
+    assert "no suspect-label check" in result.stdout
+    assert "needs extracted answers" in result.stdout
+    data = json.loads(cli("report", scores_csv, "--show", "suspects", "-f", "json").stdout)
+    assert data["suspects"] == [] and data["suspect_labels"]["count"] is None
+    # The summary of such input is as it was: no suspect line, no JSON key.
+    assert "suspect labels" not in cli("report", scores_csv).stdout
+    assert "suspect_labels" not in report_json(cli, scores_csv)
+
+
+def test_bad_show_value_is_a_usage_error(cli, suspect_run: Path) -> None:
+    result = cli("report", suspect_run, "--show", "suspect")
+    assert result.exit_code == 2
+    assert result.stdout == ""

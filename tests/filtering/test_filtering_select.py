@@ -148,3 +148,39 @@ def test_attach_fields_errors(per_sample: pl.DataFrame) -> None:
     assert str(info.value).startswith("data.jsonl: ")
     with pytest.raises(InputError, match="duplicate values"):
         attach_fields(decisions, pl.DataFrame({"sample_id": ["a", "a"]}), source="data.jsonl")
+
+
+# ------------------------------------------------------- issue 11: --suspects
+
+
+@pytest.mark.parametrize(
+    ("value", "want"), [("keep", "keep"), (" Drop ", "drop"), ("ONLY", "only")]
+)
+def test_parse_suspects(value: str, want: str) -> None:
+    from curate.filtering.select import parse_suspects
+
+    assert parse_suspects(value) == want
+
+
+def test_parse_suspects_refuses_other_values() -> None:
+    from curate.filtering.select import parse_suspects
+
+    with pytest.raises(UsageError, match="choose from keep, drop, only"):
+        parse_suspects("yes")
+
+
+def test_decide_with_suspect_labels(per_sample: pl.DataFrame) -> None:
+    flagged = per_sample.with_columns(
+        pl.col("sample_id").is_in(["wrong", "hv1"]).alias("suspect_label")
+    )
+    everything = frozenset(CATEGORIES)
+    drop = outcome(decide(flagged, FilterSpec(keep=everything, suspects="drop")))
+    assert drop["wrong"] == drop["hv1"] == "suspect_label"
+    assert drop["right"] is None and drop["dead"] == "no scored rollouts"
+    only = outcome(decide(flagged, FilterSpec(keep=everything, suspects="only")))
+    assert only["wrong"] is None and only["hv1"] is None
+    assert only["right"] == only["hv2"] == "not a suspect label"
+    # keep ignores the column (and does not need it).
+    assert outcome(decide(per_sample, FilterSpec(keep=everything))) == outcome(
+        decide(flagged, FilterSpec(keep=everything, suspects="keep"))
+    )
