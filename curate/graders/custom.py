@@ -206,10 +206,12 @@ def call_python_grader(
 LABEL = "python grader"
 
 
-class PythonGrader(PooledGrader):
-    """Calls a user function per rollout, in worker processes with a deadline."""
+class UserFunctionGrader(PooledGrader):
+    """A user's reward function (python:, verl, trl:) called in worker processes with a
+    deadline; `task` is the pool task that calls it, `score_range` maps its value onto
+    [0, 1] (the raw value kept)."""
 
-    label = LABEL
+    task: Callable[..., Any]
 
     def __init__(
         self,
@@ -222,13 +224,20 @@ class PythonGrader(PooledGrader):
     ) -> None:
         super().__init__(
             name,
-            task=call_python_grader,
+            task=type(self).task,
             timeout_s=timeout_s,
             workers=workers,
             setup=(target_function, (target,)),
         )
         self.target = target
         self.score_range = score_range
+
+
+class PythonGrader(UserFunctionGrader):
+    """Calls a user function per rollout, in worker processes with a deadline."""
+
+    label = LABEL
+    task = staticmethod(call_python_grader)
 
     def payload(
         self, completion: str, reference: object, context: object

@@ -45,13 +45,14 @@ from curate.graders.base import (
     scored,
 )
 from curate.graders.custom import (
+    UserFunctionGrader,
     UserTarget,
     check_signature,
     load_target,
     parse_target,
     target_function,
 )
-from curate.graders.pool import DEFAULT_WORKERS, PooledGrader, check_timeout
+from curate.graders.pool import DEFAULT_WORKERS, check_timeout
 
 VERL_FORMS = "verl, verl:FILE.py:FUNCTION or verl:module:function"
 TRL_FORMS = "trl:FILE.py:FUNCTION or trl:module:function"
@@ -104,30 +105,13 @@ def call_verl(
     return reward_value(value, VERL_LABEL, ranged=ranged), extracted
 
 
-class VerlGrader(PooledGrader):
+class VerlGrader(UserFunctionGrader):
     """A verl ``compute_score`` per rollout, in worker processes with a deadline."""
 
     label = VERL_LABEL
     needs_context = True
 
-    def __init__(
-        self,
-        name: str,
-        target: UserTarget,
-        *,
-        timeout_s: float = 10.0,
-        workers: int = DEFAULT_WORKERS,
-        score_range: ScoreRange | None = None,
-    ) -> None:
-        super().__init__(
-            name,
-            task=call_verl,
-            timeout_s=timeout_s,
-            workers=workers,
-            setup=(target_function, (target,)),
-        )
-        self.target = target
-        self.score_range = score_range
+    task = staticmethod(call_verl)
 
     def payload(
         self, completion: str, reference: object, context: SampleContext | None
@@ -246,11 +230,13 @@ def call_trl(
     return items
 
 
-class TrlGrader(PooledGrader):
+class TrlGrader(UserFunctionGrader):
     """A TRL reward function on batches of rollouts, in worker processes with a deadline."""
 
     label = TRL_LABEL
     needs_context = True
+
+    task = staticmethod(call_trl)
 
     def __init__(
         self,
@@ -265,14 +251,8 @@ class TrlGrader(PooledGrader):
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size!r}")
         super().__init__(
-            name,
-            task=call_trl,
-            timeout_s=timeout_s,
-            workers=workers,
-            setup=(target_function, (target,)),
+            name, target, timeout_s=timeout_s, workers=workers, score_range=score_range
         )
-        self.target = target
-        self.score_range = score_range
         self.batch_size = batch_size
 
     def grade_batch(
