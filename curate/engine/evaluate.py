@@ -32,7 +32,7 @@ from curate.data.samples import (
 from curate.engine.adaptive import DEFAULT_ROUND_SIZE, AdaptivePolicy, run_adaptive
 from curate.engine.preflight import DEFAULT_MAX_BAD_FRACTION, Preflight, preflight
 from curate.engine.progress import Progress
-from curate.engine.runner import EvalResult, error_messages_in, run_eval
+from curate.engine.runner import EvalResult, run_eval
 from curate.engine.settings import SCORE_KEYS, EvalSettings, score_differences
 from curate.engine.spec import Evaluation
 from curate.errors import CurateError, RunError, UsageError
@@ -313,11 +313,7 @@ def _evaluate(
             if policy is None:
                 result = run_eval(store, evaluation, progress=progress)
             else:
-                before = set(store.shard_paths())
                 result = run_adaptive(store, evaluation, policy, progress=progress)
-                # The rounds' error messages: the shards this pass wrote hold them.
-                new = [path for path in store.shard_paths() if path not in before]
-                result.error_messages = error_messages_in(store, new)
                 # What the last adaptive pass did, for whoever reads the run later.
                 manifest["adaptive_summary"] = result.summary()
                 store.write_manifest(manifest)

@@ -12,7 +12,6 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curate.backends.base import (
@@ -122,18 +121,6 @@ class GradingWatch:
             f"{head}. Stopped early; those rollouts are stored: fix the grader or the "
             "references and re-run the same command to resume"
         )
-
-
-def error_messages_in(store: RolloutStore, shards: Sequence[Path]) -> Counter[str]:
-    """Error message -> rows of `shards` that hold it (the rows as written, before any
-    later shard replaced them)."""
-    import polars as pl
-
-    if not shards:
-        return Counter()
-    errors = store.scan(["error"], shards=list(shards)).filter(pl.col("error").is_not_null())
-    counts = errors.group_by("error").len().collect()
-    return Counter(dict(counts.iter_rows()))
 
 
 def sample_contexts(

@@ -193,6 +193,7 @@ class _StoreSource:
         r.rounds += 1
         r.rollouts += res.rollouts
         r.errors += res.errors
+        r.error_messages.update(res.error_messages)
         r.truncated += res.truncated
         r.shards += res.shards
         self._check = before if res.errors else {}
