@@ -37,9 +37,7 @@ def engine_output_to(log_path: Path | None) -> Iterator[Path | None]:
         yield None
         return
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
+    flush_std_streams()
     log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     saved = {fd: os.dup(fd) for fd in (1, 2)}
     old_streams = (sys.stdout, sys.stderr)
@@ -69,9 +67,7 @@ def engine_output_to(log_path: Path | None) -> Iterator[Path | None]:
     finally:
         if _CAPTURED and _CAPTURED[-1] is engine:
             _CAPTURED.pop()
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):
-                stream.flush()
+        flush_std_streams()
         warnings.showwarning = old_showwarning
         sys.stdout, sys.stderr = old_streams
         for fd, copy in saved.items():
@@ -93,9 +89,7 @@ def engine_streams() -> Iterator[None]:
     try:
         yield
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):
-                stream.flush()
+        flush_std_streams()
         sys.stdout, sys.stderr = mine
 
 
@@ -114,6 +108,13 @@ def entered_quietly(manager: AbstractContextManager[T]) -> Iterator[T]:
     else:
         with engine_streams():
             manager.__exit__(None, None, None)
+
+
+def flush_std_streams() -> None:
+    """Flush sys.stdout and sys.stderr; a closed or broken stream is left as it is."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
 
 
 def _on_fd(stream: IO[str], fd: int) -> IO[str]:
