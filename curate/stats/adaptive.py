@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from curate.core.outcome import VARIANCE_TOLERANCE
-from curate.stats.estimators import BetaPrior, gate_open_posterior, gate_open_unbiased, pass_at_k
+from curate.stats.estimators import BetaPrior, gate_open_posterior, pass_at_k
+from curate.stats.per_sample import gate_forecast
 
 # The summary keys (`DatasetSummary.to_dict()`) whose values are model-based on an
 # adaptive run, and the note that says how.
@@ -147,11 +148,8 @@ def adaptive_gate(hist: Histogram, prior: BetaPrior, nominal_runs: int, group_si
     expectation E[u_G(p)]), completed from each stopped sample's posterior. The one
     function behind the headline, the multiplier and the gate plot of such a run."""
     big_n, g = max(1, nominal_runs), group_size
-    passes = range(big_n + 1)
-    if big_n >= g:
-        table = [gate_open_unbiased(big_n, c, g) for c in passes]
-    else:
-        table = [gate_open_posterior(big_n, c, prior.alpha, prior.beta, g) for c in passes]
+    # The per-sample estimator every fixed-N figure uses, at C passes in N.
+    table = [gate_forecast(big_n, c, prior, g) for c in range(big_n + 1)]
     return completed(hist, prior, big_n, table, lambda a, b: gate_open_posterior(0, 0, a, b, g))
 
 
