@@ -1,0 +1,225 @@
+"""`compare_runs`: runs of the same samples under different models or checkpoints,
+matched by sample id (the library call behind `curate compare` and `filter --against`).
+
+Each run is read once (`load_aggregated`) and summarised by `analyze`, the function
+behind `curate report`, on the samples every run scored: so a run's mean score,
+best-of-N, high-variance share, mixed groups at G and pass@k here are the report's
+figures on those samples (equal to `curate report`'s when no sample is left out).
+The first and the last run are then compared sample by sample (`curate.stats.compare`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from curate.core.outcome import DEFAULT_THRESHOLD
+from curate.errors import InputError, UsageError
+from curate.stats.compare import (
+    DEFAULT_ALPHA,
+    FISHER,
+    MANN_WHITNEY,
+    compare_samples,
+    mann_whitney_p_values,
+    match_samples,
+    set_counts,
+    transition_counts,
+)
+from curate.stats.per_sample import DEFAULT_GROUP_SIZE
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from curate.analysis.load import AggregatedScores
+    from curate.stats.dataset import DatasetSummary
+
+
+@dataclass
+class RunView:
+    """One run of a comparison: its statistics on the samples every run scored."""
+
+    label: str
+    path: Path
+    samples: int  # samples in the run (scored or not)
+    left_out: int  # of those, not scored in every run: not compared
+    per_sample: pl.DataFrame  # the common samples' statistics (`stats_from_aggregate`)
+    summary: DatasetSummary  # `analyze`'s summary of the common samples
+    binary: bool
+
+
+@dataclass
+class Comparison:
+    """What `curate compare` prints: every run's figures on the common samples, and the
+    first run against the last sample by sample."""
+
+    runs: list[RunView]
+    common: int  # samples scored in every run
+    left_out: int  # samples some run has but not every run scored
+    samples: pl.DataFrame  # per-sample comparison (`compare_samples`), first vs last
+    test: str  # FISHER or MANN_WHITNEY
+    alpha: float
+    group_size: int
+    threshold: float
+    transitions: list[tuple[str, str, int]]
+    sets: dict[str, int]
+
+    @property
+    def before(self) -> RunView:
+        return self.runs[0]
+
+    @property
+    def after(self) -> RunView:
+        return self.runs[-1]
+
+    @property
+    def significant(self) -> int:
+        return int(self.samples["significant"].sum())
+
+    def share(self, name: str) -> float:
+        """A named set's share of the compared samples."""
+        return self.sets[name] / self.common if self.common else 0.0
+
+
+def run_labels(paths: Sequence[Path]) -> list[str]:
+    """Short names for the runs: the directory or file name (its stem for a table),
+    the whole path where two would read the same."""
+    names = [p.name if p.is_dir() or not p.suffix else p.stem for p in paths]
+    if len(set(names)) == len(names):
+        return names
+    return [str(p) for p in paths]
+
+
+def compare_runs(
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    alpha: float = DEFAULT_ALPHA,
+    group_size: int = DEFAULT_GROUP_SIZE,
+    threshold: float = DEFAULT_THRESHOLD,
+) -> Comparison:
+    """Read each run once, keep the samples every run scored, summarise each run on
+    them and compare the first run with the last (see the module docstring).
+
+    Fewer than two runs, or runs without a sample scored in all of them, are usage
+    and input errors (exit 2)."""
+    import polars as pl
+
+    from curate.analysis.load import load_aggregated
+
+    run_paths = [Path(p) for p in paths]
+    if len(run_paths) < 2:
+        raise UsageError("compare needs at least two runs (RUN_A RUN_B [RUN_C ...])")
+    if not 0.0 < alpha < 1.0:
+        raise UsageError(f"--alpha must be between 0 and 1 (got {alpha:g})")
+    loaded = [load_aggregated(p) for p in run_paths]
+    labels = run_labels(run_paths)
+    scored = [
+        set(agg.aggregate.filter(pl.col("n_rollouts") > 0)["sample_id"].cast(pl.String))
+        for agg in loaded
+    ]
+    common_ids = set.intersection(*scored)
+    every = set.union(*(set(agg.aggregate["sample_id"].cast(pl.String)) for agg in loaded))
+    if not common_ids:
+        names = ", ".join(str(p) for p in run_paths)
+        raise InputError(
+            f"no sample is scored in every run ({names}): compare runs of the same samples "
+            "(sample ids are matched)"
+        )
+    common = pl.Series("sample_id", sorted(common_ids), dtype=pl.String)
+    views = [
+        _view(agg, label, common, threshold=threshold, group_size=group_size)
+        for agg, label in zip(loaded, labels, strict=True)
+    ]
+    first, last = views[0], views[-1]
+    matched = match_samples(first.per_sample, last.per_sample)
+    if first.binary and last.binary:
+        test, p_values = FISHER, None
+    else:
+        test = MANN_WHITNEY
+        p_values = mann_whitney_p_values(
+            _scored_rows(loaded[0], common), _scored_rows(loaded[-1], common)
+        )
+    compared = compare_samples(matched, alpha=alpha, p_values=p_values)
+    return Comparison(
+        runs=views,
+        common=len(common_ids),
+        left_out=len(every) - len(common_ids),
+        samples=compared,
+        test=test,
+        alpha=alpha,
+        group_size=group_size,
+        threshold=threshold,
+        transitions=transition_counts(compared),
+        sets=set_counts(compared),
+    )
+
+
+def _scored_rows(agg: AggregatedScores, common: pl.Series) -> pl.LazyFrame:
+    """The run's scored rollouts of the common samples (sample_id, score)."""
+    import polars as pl
+
+    return agg.rollouts.filter(
+        pl.col("score").is_not_null() & pl.col("sample_id").cast(pl.String).is_in(common.implode())
+    ).select(pl.col("sample_id").cast(pl.String), "score")
+
+
+def _view(
+    agg: AggregatedScores,
+    label: str,
+    common: pl.Series,
+    *,
+    threshold: float,
+    group_size: int,
+) -> RunView:
+    """`analyze` (the report's computation) on the run's common samples."""
+    import polars as pl
+
+    from curate.stats.adaptive import nominal_runs
+    from curate.stats.analysis import analyze
+
+    frame = agg.aggregate.with_columns(pl.col("sample_id").cast(pl.String))
+    kept = frame.filter(pl.col("sample_id").is_in(common.implode()))
+    manifest = agg.manifest or {}
+    analysis = analyze(
+        # Read again only for partial credit (the score model) or error messages.
+        agg.rollouts.filter(pl.col("sample_id").cast(pl.String).is_in(common.implode())),
+        threshold=threshold,
+        group_size=group_size,
+        adaptive=bool(manifest.get("adaptive")),
+        aggregate=kept,
+        nominal_runs=nominal_runs(manifest),
+    )
+    return RunView(
+        label=label,
+        path=agg.path,
+        samples=frame.height,
+        left_out=frame.height - kept.height,
+        per_sample=analysis.per_sample,
+        summary=analysis.summary,
+        binary=analysis.binary,
+    )
+
+
+def per_sample_table(comparison: Comparison) -> pl.DataFrame:
+    """The per-sample comparison as users read it (`curate compare --per-sample`): each
+    side's rollouts, passes, pass rate with its Wilson 95% interval (the report's) and
+    outcome, suffixed `_before` and `_after`; the change, the test's p-value, whether it
+    is significant, and one boolean column per named set."""
+    from curate.stats.compare import SETS
+
+    frame = comparison.samples
+    sides = [c for c in frame.columns if c.endswith(("_a", "_b"))]
+    renamed = frame.rename(
+        {c: c[:-2] + ("_before" if c.endswith("_a") else "_after") for c in sides}
+    )
+    order = [
+        f"{stat}_{side}"
+        for side in ("before", "after")
+        for stat in ("outcome", "n_rollouts", "successes", "pass_rate", "wilson_low",
+                     "wilson_high", "mean_score")
+    ]
+    return renamed.select(
+        "sample_id", *order, "change", "p_value", "significant", *SETS
+    ).sort("sample_id")
