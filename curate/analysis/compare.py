@@ -217,9 +217,16 @@ def per_sample_table(comparison: Comparison) -> pl.DataFrame:
     order = [
         f"{stat}_{side}"
         for side in ("before", "after")
-        for stat in ("outcome", "n_rollouts", "successes", "pass_rate", "wilson_low",
-                     "wilson_high", "mean_score")
+        for stat in (
+            "outcome",
+            "n_rollouts",
+            "successes",
+            "pass_rate",
+            "wilson_low",
+            "wilson_high",
+            "mean_score",
+        )
     ]
-    return renamed.select(
-        "sample_id", *order, "change", "p_value", "significant", *SETS
-    ).sort("sample_id")
+    return renamed.select("sample_id", *order, "change", "p_value", "significant", *SETS).sort(
+        "sample_id"
+    )

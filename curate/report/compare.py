@@ -103,8 +103,9 @@ def _warnings(c: Comparison) -> list[str]:
         )
     if c.test != "fisher_exact":
         return out
-    n_a = int(c.before.per_sample["n_rollouts"].min() or 0)
-    n_b = int(c.after.per_sample["n_rollouts"].min() or 0)
+    # The typical (median) rollout count of each run decides how coarse the test is.
+    n_a = round(c.before.summary.rollouts_per_sample["median"])
+    n_b = round(c.after.summary.rollouts_per_sample["median"])
     need = smallest_significant_rise(n_a, n_b, c.alpha)
     if need is None:
         out.append(
@@ -135,9 +136,7 @@ def _metric_rows(c: Comparison) -> list[tuple[str, list[str]]]:
             [f"{r.summary.gate['expected_open_fraction']:.1%}" for r in c.runs],
         ),
     ]
-    rows += [
-        (LABELS[cat], [str(r.summary.categories[cat]) for r in c.runs]) for cat in CATEGORIES
-    ]
+    rows += [(LABELS[cat], [str(r.summary.categories[cat]) for r in c.runs]) for cat in CATEGORIES]
     ks: list[str] = []
     for r in c.runs:
         ks += [k for k in r.summary.pass_at_k if k not in ks]
@@ -240,8 +239,7 @@ def render_comparison_markdown(report: CompareReport) -> str:
     ]
     lines += ["", "| set | samples | share | definition |", "| --- | ---: | ---: | --- |"]
     lines += [
-        f"| {SET_LABELS[s]} | {c.sets[s]} | {_share(c.sets[s], c.common)} | "
-        f"{SET_DEFINITIONS[s]} |"
+        f"| {SET_LABELS[s]} | {c.sets[s]} | {_share(c.sets[s], c.common)} | {SET_DEFINITIONS[s]} |"
         for s in SETS
     ]
     lines += ["", _test_line(c)]

@@ -108,7 +108,13 @@ def fisher_table(keys: Iterable[tuple[int, int, int, int]]) -> pl.DataFrame:
         rows.append((n_a, c_a, n_b, c_b, fisher_exact(c_a, n_a - c_a, c_b, n_b - c_b)))
     return pl.DataFrame(
         rows,
-        schema={"n_a": pl.Int64, "c_a": pl.Int64, "n_b": pl.Int64, "c_b": pl.Int64, "p": pl.Float64},
+        schema={
+            "n_a": pl.Int64,
+            "c_a": pl.Int64,
+            "n_b": pl.Int64,
+            "c_b": pl.Int64,
+            "p": pl.Float64,
+        },
         orient="row",
     )
 
