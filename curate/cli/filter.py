@@ -50,7 +50,9 @@ def filter_samples(
             "--keep",
             metavar="CATEGORY",
             help="Categories to keep (repeatable): high-variance, low-variance, mixed, "
-            "always-correct, always-incorrect, all \\[default: high-variance].",
+            "always-correct, always-incorrect, all \\[default: high-variance]. With "
+            "--against also learned, forgotten, newly-learnable, still-unreachable and "
+            "transitions such as incorrect-to-mixed (see `curate compare`).",
             show_default=False,
             rich_help_panel=SELECT,
         ),
@@ -65,6 +67,26 @@ def filter_samples(
             rich_help_panel=SELECT,
         ),
     ] = None,
+    against: Annotated[
+        Path | None,
+        typer.Option(
+            "--against",
+            metavar="EARLIER_RUN",
+            help="An earlier run of the same samples (another model or checkpoint): --keep "
+            "may then select by the transition from it to RUN.",
+            show_default=False,
+            rich_help_panel=SELECT,
+        ),
+    ] = None,
+    alpha: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="With --against: significance level for learned and forgotten.",
+            rich_help_panel=SELECT,
+        ),
+    ] = 0.05,
     suspects: Annotated[
         str,
         typer.Option(
@@ -226,6 +248,8 @@ def filter_samples(
         output,
         keep=keep or (["all"] if only_suspects else ["high-variance"]),
         suspects=suspects,
+        against=against,
+        alpha=alpha,
         pass_rate=pass_rate,
         data=data,
         split=split,

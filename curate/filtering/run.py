@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curate.core.outcome import DEFAULT_THRESHOLD
-from curate.filtering.select import FilterSpec, parse_keep, parse_range, parse_suspects
+from curate.filtering.select import FilterSpec, parse_range, parse_suspects, split_keep
 from curate.stats.per_sample import DEFAULT_GROUP_SIZE
 
 if TYPE_CHECKING:
@@ -79,6 +79,8 @@ def filter_run(
     threshold: float = DEFAULT_THRESHOLD,
     group_size: int = DEFAULT_GROUP_SIZE,
     suspects: str = "keep",
+    against: str | os.PathLike[str] | None = None,
+    alpha: float = 0.05,
 ) -> FilterResult:
     """Keep the samples of `run` whose category is in `keep` (the names `curate filter
     --keep` takes) and whose pass rate is within `pass_rate` ("LO:HI" or (lo, hi); on
@@ -93,6 +95,11 @@ def filter_run(
     only) drops the suspect labels (`curate.analysis.suspects`; drop_reason
     "suspect_label") or every other sample; it needs extracted answers. Bad options
     fail before the scores are read.
+
+    `against` names an earlier run of the same samples: `keep` may then also name the
+    sets and transitions of `curate compare` from that run to `run` (learned, forgotten,
+    newly-learnable, still-unreachable, incorrect-to-mixed, ...; significance at
+    `alpha`), kept in addition to the categories `keep` names.
     """
     from contextlib import ExitStack
     from dataclasses import replace
@@ -124,8 +131,12 @@ def filter_run(
     fmt.check_output(output)
     if isinstance(pass_rate, str):
         pass_rate = parse_range(pass_rate) if pass_rate else None
+    categories, compare = split_keep(list(keep), against=against is not None)
     spec = FilterSpec(
-        keep=parse_keep(list(keep)), pass_rate=pass_rate, suspects=parse_suspects(suspects)
+        keep=categories,
+        pass_rate=pass_rate,
+        suspects=parse_suspects(suspects),
+        compare=compare,
     )
     if spec.suspects != "keep":
         _check_answers(run, spec.suspects)
@@ -163,6 +174,10 @@ def filter_run(
     per_sample, flagged = loaded.per_sample, None
     if spec.suspects != "keep":
         per_sample, flagged = _with_suspect_labels(per_sample, run, spec.suspects, loaded.manifest)
+    if against is not None:
+        per_sample = _with_transitions(
+            per_sample, Path(against), run, alpha=alpha, threshold=threshold, group_size=group_size
+        )
     decisions = decide(per_sample, spec)
     rows = attach_fields(decisions, samples, id_field=id_field, source=data or run)
     kept = rows.filter(pl.col("kept")).drop("kept", "drop_reason")
@@ -238,6 +253,41 @@ def write_rejects(frame: pl.DataFrame, tmp: Path, final: Path) -> None:
         frame.write_parquet(tmp)
     else:
         frame.write_ndjson(tmp)
+
+
+def _with_transitions(
+    per_sample: pl.DataFrame,
+    against: Path,
+    run: Path,
+    *,
+    alpha: float,
+    threshold: float,
+    group_size: int,
+) -> pl.DataFrame:
+    """`per_sample` with each sample's transition from `against` to `run` (its --keep
+    name; null when the sample is not scored in both) and one boolean column per named
+    set, from `compare_runs` (the numbers `curate compare` prints)."""
+    import polars as pl
+
+    from curate.analysis.compare import compare_runs
+    from curate.filtering.select import TRANSITION
+    from curate.stats.compare import SETS, transition_name
+
+    compared = compare_runs([against, run], alpha=alpha, group_size=group_size, threshold=threshold)
+    names = {
+        (a, b): transition_name(a, b)
+        for a, b in compared.samples.select("outcome_a", "outcome_b").unique().iter_rows()
+    }
+    mapping = pl.DataFrame(
+        [(a, b, name) for (a, b), name in names.items()],
+        schema={"outcome_a": pl.String, "outcome_b": pl.String, TRANSITION: pl.String},
+        orient="row",
+    )
+    table = compared.samples.join(mapping, on=["outcome_a", "outcome_b"], how="left").select(
+        "sample_id", TRANSITION, *SETS
+    )
+    clash = [c for c in (TRANSITION, *SETS) if c in per_sample.columns]
+    return per_sample.drop(clash).join(table, on="sample_id", how="left")
 
 
 # -- --suspects (issue 11) ----------------------------------------------------------------
