@@ -115,21 +115,24 @@ def compare_runs(
         raise UsageError(f"--alpha must be between 0 and 1 (got {alpha:g})")
     loaded = [load_aggregated(p) for p in run_paths]
     labels = run_labels(run_paths)
-    scored = [
-        set(agg.aggregate.filter(pl.col("n_rollouts") > 0)["sample_id"].cast(pl.String))
-        for agg in loaded
+    # Ids matched as text (a CSV may read them as integers), in polars: Python sets of
+    # 100,000 strings cost more than the statistics.
+    ids = [
+        agg.aggregate.select(pl.col("sample_id").cast(pl.String), "n_rollouts") for agg in loaded
     ]
-    common_ids = set.intersection(*scored)
-    every = set.union(*(set(agg.aggregate["sample_id"].cast(pl.String)) for agg in loaded))
-    if not common_ids:
+    common = ids[0].filter(pl.col("n_rollouts") > 0).select("sample_id")
+    for frame in ids[1:]:
+        common = common.join(frame.filter(pl.col("n_rollouts") > 0), on="sample_id", how="semi")
+    common_ids = common["sample_id"]
+    every = pl.concat([frame.select("sample_id") for frame in ids])["sample_id"].n_unique()
+    if common_ids.len() == 0:
         names = ", ".join(str(p) for p in run_paths)
         raise InputError(
             f"no sample is scored in every run ({names}): compare runs of the same samples "
             "(sample ids are matched)"
         )
-    common = pl.Series("sample_id", sorted(common_ids), dtype=pl.String)
     views = [
-        _view(agg, label, common, threshold=threshold, group_size=group_size)
+        _view(agg, label, common_ids, threshold=threshold, group_size=group_size)
         for agg, label in zip(loaded, labels, strict=True)
     ]
     first, last = views[0], views[-1]
@@ -139,13 +142,13 @@ def compare_runs(
     else:
         test = MANN_WHITNEY
         p_values = mann_whitney_p_values(
-            _scored_rows(loaded[0], common), _scored_rows(loaded[-1], common)
+            _scored_rows(loaded[0], common_ids), _scored_rows(loaded[-1], common_ids)
         )
     compared = compare_samples(matched, alpha=alpha, p_values=p_values)
     return Comparison(
         runs=views,
-        common=len(common_ids),
-        left_out=len(every) - len(common_ids),
+        common=common_ids.len(),
+        left_out=every - common_ids.len(),
         samples=compared,
         test=test,
         alpha=alpha,
@@ -180,11 +183,16 @@ def _view(
     from curate.stats.analysis import analyze
 
     frame = agg.aggregate.with_columns(pl.col("sample_id").cast(pl.String))
-    kept = frame.filter(pl.col("sample_id").is_in(common.implode()))
+    scored = frame.filter(pl.col("n_rollouts") > 0)
+    # Every scored sample common (the usual case): no 100,000-id membership test.
+    whole = scored.height == common.len()
+    kept = scored if whole else frame.filter(pl.col("sample_id").is_in(common.implode()))
     manifest = agg.manifest or {}
     analysis = analyze(
         # Read again only for partial credit (the score model) or error messages.
-        agg.rollouts.filter(pl.col("sample_id").cast(pl.String).is_in(common.implode())),
+        agg.rollouts
+        if whole
+        else agg.rollouts.filter(pl.col("sample_id").cast(pl.String).is_in(common.implode())),
         threshold=threshold,
         group_size=group_size,
         adaptive=bool(manifest.get("adaptive")),
