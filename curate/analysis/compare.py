@@ -48,6 +48,7 @@ class RunView:
     per_sample: pl.DataFrame  # the common samples' statistics (`stats_from_aggregate`)
     summary: DatasetSummary  # `analyze`'s summary of the common samples
     binary: bool
+    adaptive: bool = False  # an adaptive run (its raw pass rates are biased by stopping)
 
 
 @dataclass
@@ -207,6 +208,7 @@ def _view(
         per_sample=analysis.per_sample,
         summary=analysis.summary,
         binary=analysis.binary,
+        adaptive=bool(manifest.get("adaptive")),
     )
 
 

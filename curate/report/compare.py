@@ -101,6 +101,12 @@ def _warnings(c: Comparison) -> list[str]:
             f"{c.left_out} samples are not scored in every run and are left out; "
             f"{c.common} are compared"
         )
+    adaptive = [r.label for r in (c.before, c.after) if r.adaptive]
+    if adaptive:
+        out.append(
+            f"{', '.join(adaptive)}: adaptive, so each sample's rollout count depended on its "
+            "outcomes; the per-sample tests treat the counts as fixed"
+        )
     if c.test != "fisher_exact":
         return out
     # The typical (median) rollout count of each run decides how coarse the test is.

@@ -245,3 +245,26 @@ def test_filter_against_bad_input(
     assert result.exit_code == 2, (result.stdout, result.stderr)
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_a_run_directory_against_its_own_scores_changes_nothing(
+    cli, run_dir: Path, scores_csv: Path
+) -> None:
+    """The same rollouts as a run directory and as a CSV table: every sample on the
+    diagonal of the transition table, nothing significant."""
+    data = compare_json(cli, run_dir, scores_csv)
+    assert data["samples_compared"] == data["runs"][0]["samples"] - data["samples_left_out"]
+    assert data["significant"] == 0
+    assert all(t["count"] == 0 for t in data["transitions"] if t["before"] != t["after"])
+    assert data["runs"][0]["pass_at_k"] == data["runs"][1]["pass_at_k"]
+
+
+def test_adaptive_runs_are_named_in_a_warning(cli, runs: dict[str, Path], tmp_path: Path) -> None:
+    from curate.store.run_dir import RolloutStore
+
+    store = RolloutStore(tmp_path / "adaptive")
+    store.create()
+    store.write_manifest({"model": "m", "backend": "fake", "adaptive": True, "runs": 8})
+    store.append(pl.read_parquet(runs["base"]).with_columns(pl.lit(None, pl.String).alias("error")))
+    data = compare_json(cli, store.run_dir, runs["rl"])
+    assert any(w.startswith("adaptive: adaptive, so each sample's") for w in data["warnings"])
