@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,6 +52,17 @@ class RunView:
 
 
 @dataclass
+class Step:
+    """Two neighbouring runs of a comparison over more than two runs, sample by sample."""
+
+    before: str
+    after: str
+    test: str
+    significant: int
+    sets: dict[str, int]
+
+
+@dataclass
 class Comparison:
     """What `curate compare` prints: every run's figures on the common samples, and the
     first run against the last sample by sample."""
@@ -66,6 +77,8 @@ class Comparison:
     threshold: float
     transitions: list[tuple[str, str, int]]
     sets: dict[str, int]
+    # With more than two runs: each pair of neighbours (run i -> run i+1), in order.
+    steps: list[Step] = field(default_factory=list)
 
     @property
     def before(self) -> RunView:
@@ -136,16 +149,31 @@ def compare_runs(
         _view(agg, label, common_ids, threshold=threshold, group_size=group_size)
         for agg, label in zip(loaded, labels, strict=True)
     ]
-    first, last = views[0], views[-1]
-    matched = match_samples(first.per_sample, last.per_sample)
-    if first.binary and last.binary:
-        test, p_values = FISHER, None
-    else:
-        test = MANN_WHITNEY
+
+    def pair(i: int, j: int) -> tuple[str, pl.DataFrame]:
+        """Runs i and j sample by sample: the test used and `compare_samples`' frame."""
+        matched = match_samples(views[i].per_sample, views[j].per_sample)
+        if views[i].binary and views[j].binary:
+            return FISHER, compare_samples(matched, alpha=alpha)
         p_values = mann_whitney_p_values(
-            _scored_rows(loaded[0], common_ids), _scored_rows(loaded[-1], common_ids)
+            _scored_rows(loaded[i], common_ids), _scored_rows(loaded[j], common_ids)
         )
-    compared = compare_samples(matched, alpha=alpha, p_values=p_values)
+        return MANN_WHITNEY, compare_samples(matched, alpha=alpha, p_values=p_values)
+
+    test, compared = pair(0, len(views) - 1)
+    steps: list[Step] = []
+    if len(views) > 2:  # checkpoints: what each step between neighbours changed
+        for i in range(len(views) - 1):
+            step_test, frame = pair(i, i + 1)
+            steps.append(
+                Step(
+                    before=views[i].label,
+                    after=views[i + 1].label,
+                    test=step_test,
+                    significant=int(frame["significant"].sum()),
+                    sets=set_counts(frame),
+                )
+            )
     return Comparison(
         runs=views,
         common=common_ids.len(),
@@ -157,6 +185,7 @@ def compare_runs(
         threshold=threshold,
         transitions=transition_counts(compared),
         sets=set_counts(compared),
+        steps=steps,
     )
 
 

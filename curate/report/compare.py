@@ -15,6 +15,8 @@ to 6 significant digits; NaN becomes null):
     test               "fisher_exact" | "mann_whitney"
     significant        int: samples whose change is significant at alpha
     transitions        [{before: str, after: str, count: int}]: all nine outcome pairs
+    steps              [{before, after, test: str, significant: int, sets: {name: int}}]:
+                       each pair of neighbouring runs (empty with two runs)
     sets               {learned, forgotten, newly_learnable, still_unreachable:
                         {count: int, share: float}}
     warnings           [str]
@@ -192,6 +194,16 @@ def comparison_dict(report: CompareReport) -> dict[str, Any]:
         "significant": c.significant,
         "transitions": [{"before": a, "after": b, "count": n} for a, b, n in c.transitions],
         "sets": {name: {"count": c.sets[name], "share": c.share(name)} for name in SETS},
+        "steps": [
+            {
+                "before": step.before,
+                "after": step.after,
+                "test": step.test,
+                "significant": step.significant,
+                "sets": dict(step.sets),
+            }
+            for step in c.steps
+        ],
         "warnings": list(report.warnings),
         "gates": [{"name": g.name, "passed": g.passed, "message": g.message} for g in report.gates],
         "passed": all(g.passed for g in report.gates),
@@ -248,6 +260,20 @@ def render_comparison_markdown(report: CompareReport) -> str:
         f"| {SET_LABELS[s]} | {c.sets[s]} | {_share(c.sets[s], c.common)} | {SET_DEFINITIONS[s]} |"
         for s in SETS
     ]
+    if c.steps:
+        lines += [
+            "",
+            "Between neighbouring runs (samples):",
+            "",
+            "| step | significant | " + " | ".join(SET_LABELS[s] for s in SETS) + " |",
+            "| --- | ---: |" + " ---: |" * len(SETS),
+        ]
+        lines += [
+            f"| {step.before} → {step.after} | {step.significant} | "
+            + " | ".join(str(step.sets[s]) for s in SETS)
+            + " |"
+            for step in c.steps
+        ]
     lines += ["", _test_line(c)]
     if report.warnings:
         lines += ["", "**Warnings**", ""] + [f"- {w}" for w in report.warnings]
@@ -283,6 +309,19 @@ def render_comparison_table(report: CompareReport, console: Console) -> None:
     for s in SETS:
         sets.add_row(SET_LABELS[s], str(c.sets[s]), _share(c.sets[s], c.common), SET_DEFINITIONS[s])
     console.print(sets)
+    if c.steps:
+        steps = Table(title="between neighbouring runs (samples)")
+        steps.add_column("step", style="bold")
+        steps.add_column("significant", justify="right")
+        for s in SETS:
+            steps.add_column(SET_LABELS[s], justify="right")
+        for step in c.steps:
+            steps.add_row(
+                f"{step.before} -> {step.after}",
+                str(step.significant),
+                *(str(step.sets[s]) for s in SETS),
+            )
+        console.print(steps)
     console.print(_test_line(c), highlight=False)
     for w in report.warnings:
         console.print(f"warning: {w}", highlight=False)

@@ -64,6 +64,12 @@ def test_more_than_two_runs_compare_first_with_last(tmp_path: Path) -> None:
     assert (c.before.label, c.after.label) == ("step0", "step2")
     assert c.sets["learned"] == 1 and c.sets["forgotten"] == 1
     assert len(c.runs) == 3
+    # Neighbouring steps: nothing changes at step0 -> step1, both changes at step1 -> step2.
+    assert [(s.before, s.after, s.significant) for s in c.steps] == [
+        ("step0", "step1", 0),
+        ("step1", "step2", 2),
+    ]
+    assert c.steps[1].sets["learned"] == 1 and c.steps[1].sets["forgotten"] == 1
 
 
 def test_per_sample_table_names_both_sides(tmp_path: Path) -> None:

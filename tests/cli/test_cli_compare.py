@@ -27,6 +27,7 @@ COMPARE_KEYS = frozenset(
         "significant",
         "transitions",
         "sets",
+        "steps",
         "warnings",
         "gates",
         "passed",
@@ -91,6 +92,11 @@ def test_json_contract_and_counts(cli, runs: dict[str, Path]) -> None:
     assert forgotten["count"] >= 30  # most of the 100 collapsed samples that had passes
     assert forgotten["share"] == pytest.approx(forgotten["count"] / 400, rel=1e-5)
     assert data["passed"] is True and data["gates"] == []
+    # Three runs: each step between neighbours, with its own sets.
+    assert [(s["before"], s["after"]) for s in data["steps"]] == [("base", "sft"), ("sft", "rl")]
+    assert all(set(s["sets"]) == set(data["sets"]) for s in data["steps"])
+    assert data["steps"][1]["sets"]["forgotten"] >= 30  # the collapse happens at sft -> rl
+    assert compare_json(cli, runs["base"], runs["rl"])["steps"] == []
     # pass@k side by side: k = 1..8 for every run, rising over checkpoints at k = 1.
     assert all(list(r["pass_at_k"]) == [str(k) for k in range(1, 9)] for r in data["runs"])
     assert data["runs"][0]["pass_at_k"]["1"] < data["runs"][1]["pass_at_k"]["1"]
