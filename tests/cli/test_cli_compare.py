@@ -274,3 +274,23 @@ def test_adaptive_runs_are_named_in_a_warning(cli, runs: dict[str, Path], tmp_pa
     store.append(pl.read_parquet(runs["base"]).with_columns(pl.lit(None, pl.String).alias("error")))
     data = compare_json(cli, store.run_dir, runs["rl"])
     assert any(w.startswith("adaptive: adaptive, so each sample's") for w in data["warnings"])
+
+
+def test_filter_against_a_run_with_fewer_samples(cli, tmp_path: Path) -> None:
+    before = tmp_path / "before.parquet"
+    after = tmp_path / "after.parquet"
+    long_frame({"a": [0] * 8, "b": [1] * 8}).write_parquet(before)
+    long_frame({"a": [1] * 7 + [0], "b": [1] * 8, "new": [1, 0] * 4}).write_parquet(after)
+    out = tmp_path / "k.jsonl"
+    result = cli("filter", after, "--against", before, "--keep", "learned", "-o", out)
+    assert result.exit_code == 0, result.stderr
+    assert pl.read_ndjson(out)["sample_id"].to_list() == ["a"]
+    reasons = dict(
+        pl.read_ndjson(tmp_path / "k.rejects.jsonl").select("sample_id", "drop_reason").rows()
+    )
+    assert reasons == {"b": "correct-to-correct", "new": "not scored in the --against run"}
+    # A category keeps samples the earlier run lacks.
+    result = cli(
+        "filter", after, "--against", before, "--keep", "learned", "--keep", "mixed", "-o", out
+    )
+    assert sorted(pl.read_ndjson(out)["sample_id"]) == ["a", "new"]
