@@ -294,3 +294,20 @@ def test_filter_against_a_run_with_fewer_samples(cli, tmp_path: Path) -> None:
         "filter", after, "--against", before, "--keep", "learned", "--keep", "mixed", "-o", out
     )
     assert sorted(pl.read_ndjson(out)["sample_id"]) == ["a", "new"]
+
+
+def test_readme_lists_every_json_key(cli, runs: dict[str, Path]) -> None:
+    import re
+
+    from tests.conftest import ROOT
+
+    text = (ROOT / "README.md").read_text()
+    section = text.split("### `curate compare --format json`", 1)[1].split("\n## ", 1)[0]
+    listed = {
+        key
+        for line in section.splitlines()
+        if line.startswith("| `")
+        for key in re.findall(r"`([a-z_]+)`", line.split("|")[1])
+    }
+    data = compare_json(cli, runs["base"], runs["rl"])
+    assert set(data) <= listed, set(data) - listed
