@@ -47,7 +47,10 @@ def ingest(
     format: Annotated[
         str | None,
         typer.Option(
-            "--format", "-f", metavar="NAME", help="verl or trl \\[default: from the files].",
+            "--format",
+            "-f",
+            metavar="NAME",
+            help="verl or trl \\[default: from the files].",
             show_default=False,
         ),
     ] = None,
@@ -71,7 +74,9 @@ def ingest(
     ] = None,
     steps: Annotated[
         str | None,
-        typer.Option(metavar="A:B", help="Only these steps (inclusive; A: or :B).", show_default=False),
+        typer.Option(
+            metavar="A:B", help="Only these steps (inclusive; A: or :B).", show_default=False
+        ),
     ] = None,
     steps_per_run: Annotated[
         int,
@@ -79,27 +84,45 @@ def ingest(
     ] = 1,
     prompt_field: Annotated[
         str | None,
-        typer.Option(metavar="NAME", help="The data set's prompt column.", show_default=False,
-                     rich_help_panel=DATA),
+        typer.Option(
+            metavar="NAME",
+            help="The data set's prompt column.",
+            show_default=False,
+            rich_help_panel=DATA,
+        ),
     ] = None,
     template: Annotated[
         str | None,
-        typer.Option(metavar="TEXT", help="The prompt as a template of the data set's columns.",
-                     show_default=False, rich_help_panel=DATA),
+        typer.Option(
+            metavar="TEXT",
+            help="The prompt as a template of the data set's columns.",
+            show_default=False,
+            rich_help_panel=DATA,
+        ),
     ] = None,
     id_field: Annotated[
         str | None,
-        typer.Option(metavar="NAME", help="The data set's id column.", show_default=False,
-                     rich_help_panel=DATA),
+        typer.Option(
+            metavar="NAME",
+            help="The data set's id column.",
+            show_default=False,
+            rich_help_panel=DATA,
+        ),
     ] = None,
     answer_field: Annotated[
         str | None,
-        typer.Option(metavar="NAME", help="The data set's reference column.", show_default=False,
-                     rich_help_panel=DATA),
+        typer.Option(
+            metavar="NAME",
+            help="The data set's reference column.",
+            show_default=False,
+            rich_help_panel=DATA,
+        ),
     ] = None,
     model: Annotated[
         str | None,
-        typer.Option(metavar="NAME", help="The policy's name in the manifests.", show_default=False),
+        typer.Option(
+            metavar="NAME", help="The policy's name in the manifests.", show_default=False
+        ),
     ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Replace run directories ingested before.")
@@ -107,6 +130,7 @@ def ingest(
 ) -> None:
     """Turn a trainer's rollout files into run directories, one per step."""
     from curate.engine.preflight import parse_score_range
+    from curate.graders.base import ScoreRange
     from curate.trainers.ingest import ingest as run_ingest
     from curate.trainers.ingest import parse_steps
 
@@ -116,7 +140,7 @@ def ingest(
         output,
         format=format,
         score_field=score_field,
-        score_range=parse_score_range(score_range) if score_range is not None else None,
+        score_range=ScoreRange(*parse_score_range(score_range)) if score_range else None,
         steps=parse_steps(steps),
         steps_per_run=steps_per_run,
         prompt_field=prompt_field,
@@ -128,14 +152,15 @@ def ingest(
     )
     total = result.rollouts + result.unmatched_rollouts
     print(
-        f"ingest: {len(result.runs)} run(s) from {result.format} files, score {result.score_field!r}; "
-        f"{result.rollouts} of {total} rollouts matched to samples of {data}"
+        f"ingest: {len(result.runs)} run(s) from {result.format} files, "
+        f"score {result.score_field!r}; {result.rollouts} of {total} rollouts matched to samples of {data}"
     )
     methods = ", ".join(f"{count} {how}" for how, count in sorted(result.matched_by.items()))
     print(f"  prompts matched: {methods or 'none'}")
     for run in result.runs:
         steps_text = (
-            f"step {run.first_step}" if run.first_step == run.last_step
+            f"step {run.first_step}"
+            if run.first_step == run.last_step
             else f"steps {run.first_step}-{run.last_step}"
         )
         print(

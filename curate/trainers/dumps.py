@@ -138,8 +138,7 @@ def read_verl(file: DumpFile, score_field: str | None) -> tuple[pl.DataFrame, st
     # DAPO's reward returns `acc` (the 0/1 verdict) beside `score` (which may carry an
     # overlong penalty): the pass rate is about the verdict.
     numeric = [
-        c for c in frame.columns
-        if frame[c].dtype.is_numeric() or frame[c].dtype == pl.Boolean
+        c for c in frame.columns if frame[c].dtype.is_numeric() or frame[c].dtype == pl.Boolean
     ]
     candidates = [c for c in numeric if c not in {"step", "__line"}]
     column = _score_column(frame, score_field, ["acc", "score"], candidates, file.path)
@@ -170,8 +169,10 @@ def read_trl(file: DumpFile, score_field: str | None) -> tuple[pl.DataFrame, str
         if needed not in frame.columns:
             raise InputError(f"no {needed!r} column (not a TRL completions file)", path=file.path)
     candidates = [
-        c for c in frame.columns
-        if c not in TRL_NOT_REWARDS and (frame[c].dtype.is_numeric() or frame[c].dtype == pl.Boolean)
+        c
+        for c in frame.columns
+        if c not in TRL_NOT_REWARDS
+        and (frame[c].dtype.is_numeric() or frame[c].dtype == pl.Boolean)
     ]
     column = _score_column(frame, score_field, [], candidates, file.path)
     steps = frame["step"].cast(pl.Int64) if "step" in frame.columns else None
@@ -213,7 +214,10 @@ def _as_text(values: pl.Series) -> pl.Series:
     if values.dtype == pl.String:
         return values
     return pl.Series(
-        [None if v is None else v if isinstance(v, str) else json.dumps(v) for v in values.to_list()],
+        [
+            None if v is None else v if isinstance(v, str) else json.dumps(v)
+            for v in values.to_list()
+        ],
         dtype=pl.String,
     )
 
@@ -250,4 +254,6 @@ def detect_format(root: Path) -> str:
     if not found:
         looked = "; ".join(fmt.title for fmt in FORMATS.values())
         raise InputError(f"no trainer rollout files found (looked for {looked})", path=root)
-    raise InputError(f"files of several formats ({', '.join(found)}): choose with --format", path=root)
+    raise InputError(
+        f"files of several formats ({', '.join(found)}): choose with --format", path=root
+    )

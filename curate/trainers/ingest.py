@@ -76,7 +76,9 @@ def parse_steps(text: str | None) -> tuple[int, int] | None:
     except ValueError:
         raise UsageError(f"--steps {text!r}: expected A:B, A: or :B (step numbers)") from None
     if lo > hi or lo < 0:
-        raise UsageError(f"--steps {text!r}: the first step must be 0 or more and not after the last")
+        raise UsageError(
+            f"--steps {text!r}: the first step must be 0 or more and not after the last"
+        )
     return lo, hi
 
 
@@ -98,7 +100,6 @@ def ingest(
     force: bool = False,
 ) -> IngestResult:
     """Write one run directory per step (`steps_per_run` steps each) under `out`."""
-    import polars as pl
 
     from curate.data.samples import build_prompts, load_samples
 
@@ -109,13 +110,16 @@ def ingest(
     if name not in FORMATS:
         raise UsageError(f"--format {name!r}: unknown; choose from {', '.join(FORMATS)}")
     dump_format = FORMATS[name]
-    files = [
-        f for f in dump_format.find(source) if steps is None or steps[0] <= f.step <= steps[1]
-    ]
+    files = [f for f in dump_format.find(source) if steps is None or steps[0] <= f.step <= steps[1]]
     if not files:
-        raise InputError(f"no {dump_format.title} found" + (" in --steps" if steps else ""), path=source)
+        raise InputError(
+            f"no {dump_format.title} found" + (" in --steps" if steps else ""), path=source
+        )
     samples, fields = load_samples(
-        data, prompt_field=prompt_field, answer_field=answer_field, id_field=id_field,
+        data,
+        prompt_field=prompt_field,
+        answer_field=answer_field,
+        id_field=id_field,
         template=template,
     )
     prompts = build_prompts(samples, fields, "chat", source=data)
@@ -137,8 +141,17 @@ def ingest(
     staging = Path(tempfile.mkdtemp(prefix=".ingest-", dir=out))
     try:
         result = _ingest_groups(
-            dump_format, groups, staging, matcher, samples, fields, data, source,
-            score_field=score_field, score_range=score_range, model=model,
+            dump_format,
+            groups,
+            staging,
+            matcher,
+            samples,
+            fields,
+            data,
+            source,
+            score_field=score_field,
+            score_range=score_range,
+            model=model,
         )
         # Every step read and written: only now do the runs replace anything.
         for staged, target in zip(sorted(staging.iterdir()), targets, strict=True):
@@ -178,7 +191,9 @@ def _ingest_groups(
             frames.append(frame)
             used.add(column)
         if len(used) > 1:
-            raise InputError(f"steps disagree on the score column ({', '.join(sorted(used))})", path=source)
+            raise InputError(
+                f"steps disagree on the score column ({', '.join(sorted(used))})", path=source
+            )
         column = used.pop()
         if result is None:
             result = IngestResult(format=name, score_field=column)
@@ -190,10 +205,10 @@ def _ingest_groups(
         matched = matcher.match(dump["prompt"].fill_null("").to_list())
         _merge_counts(result, matched)
         rollouts, run = _rollouts(dump, matched, score_range, source)
-        run_samples = samples.filter(pl.col("sample_id").is_in(rollouts["sample_id"].unique().implode()))
-        manifest = _manifest(
-            name, column, group, data, fields, model, score_range, run, matched
+        run_samples = samples.filter(
+            pl.col("sample_id").is_in(rollouts["sample_id"].unique().implode())
         )
+        manifest = _manifest(name, column, group, data, fields, model, score_range, run, matched)
         _write_run(staging / f"{index:08d}", run_samples, rollouts, manifest)
         result.runs.append(run)
     assert result is not None
@@ -252,7 +267,9 @@ def _rollouts(
             .cast(pl.Int32),
             "score": scores,
             "completion": rows["completion"],
-            "raw_score": raw if score_range is not None else pl.Series([None] * rows.height, dtype=pl.Float64),
+            "raw_score": raw
+            if score_range is not None
+            else pl.Series([None] * rows.height, dtype=pl.Float64),
         }
     )
     per_sample = rollouts.group_by("sample_id").len()
@@ -311,8 +328,10 @@ def _manifest(
     from curate.data.samples import file_sha256
 
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    steps = f"step {run.first_step}" if run.first_step == run.last_step else (
-        f"steps {run.first_step}-{run.last_step}"
+    steps = (
+        f"step {run.first_step}"
+        if run.first_step == run.last_step
+        else (f"steps {run.first_step}-{run.last_step}")
     )
     return {
         "backend": f"ingest:{fmt}",

@@ -112,9 +112,15 @@ class PromptMatcher:
         for start in range(len(key)):
             if start and key[start - 1] != " ":
                 continue
-            found = [c for c in self.anchors.get(key[start : start + ANCHOR], ()) if key.startswith(c, start)]
+            found = [
+                c
+                for c in self.anchors.get(key[start : start + ANCHOR], ())
+                if key.startswith(c, start)
+            ]
             found += [
-                key[start : start + n] for n in self.short_lengths if key[start : start + n] in self.exact
+                key[start : start + n]
+                for n in self.short_lengths
+                if key[start : start + n] in self.exact
             ]
             for candidate in found:
                 end = start + len(candidate)
@@ -136,6 +142,12 @@ class PromptMatcher:
 
 def _unwrap(key: str, wrapping: tuple[str, str]) -> str | None:
     prefix, suffix = wrapping
-    if len(key) < len(prefix) + len(suffix) or not key.startswith(prefix) or not key.endswith(suffix):
+    if (
+        len(key) < len(prefix) + len(suffix)
+        or not key.startswith(prefix)
+        or not key.endswith(suffix)
+    ):
         return None
-    return key[len(prefix) : len(key) - len(suffix)].strip() if suffix else key[len(prefix) :].strip()
+    return (
+        key[len(prefix) : len(key) - len(suffix)].strip() if suffix else key[len(prefix) :].strip()
+    )

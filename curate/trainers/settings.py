@@ -113,12 +113,16 @@ class TrainerKnobs:
     source: str
     bounded: bool  # stops after a maximum number of rounds (else replaces prompts)
 
-    def lines(self, group_size: int, train_batch: int, gen_batch: int, max_rounds: int) -> list[str]:
+    def lines(
+        self, group_size: int, train_batch: int, gen_batch: int, max_rounds: int
+    ) -> list[str]:
         raise NotImplementedError
 
 
 class _Verl(TrainerKnobs):
-    def lines(self, group_size: int, train_batch: int, gen_batch: int, max_rounds: int) -> list[str]:
+    def lines(
+        self, group_size: int, train_batch: int, gen_batch: int, max_rounds: int
+    ) -> list[str]:
         return [
             f"data.train_batch_size={train_batch}",
             f"data.gen_batch_size={gen_batch}",
@@ -130,7 +134,9 @@ class _Verl(TrainerKnobs):
 
 
 class _NemoRL(TrainerKnobs):
-    def lines(self, group_size: int, train_batch: int, gen_batch: int, max_rounds: int) -> list[str]:
+    def lines(
+        self, group_size: int, train_batch: int, gen_batch: int, max_rounds: int
+    ) -> list[str]:
         multiplier = gen_batch / train_batch
         return [
             f"grpo.num_prompts_per_step={train_batch}",
@@ -142,7 +148,9 @@ class _NemoRL(TrainerKnobs):
 
 
 class _OpenRLHF(TrainerKnobs):
-    def lines(self, group_size: int, train_batch: int, gen_batch: int, max_rounds: int) -> list[str]:
+    def lines(
+        self, group_size: int, train_batch: int, gen_batch: int, max_rounds: int
+    ) -> list[str]:
         return [
             f"--rollout.batch_size {train_batch}",
             f"--rollout.n_samples_per_prompt {group_size}",
@@ -254,10 +262,7 @@ def plan_dynamic_sampling(
         plan.settings = knobs.lines(group_size, b, b, 0)
         return plan
     gen = gen_batch_size if gen_batch_size is not None else one_round_batch(p, b)
-    if max_gen_batches is not None:
-        rounds = max_gen_batches
-    else:
-        rounds = safe_max_rounds(p, gen, b)
+    rounds = max_gen_batches if max_gen_batches is not None else safe_max_rounds(p, gen, b)
     plan.gen_batch_size = gen
     plan.max_gen_batches = rounds
     plan.expected_rounds = expected_rounds(p, gen, b, rounds)

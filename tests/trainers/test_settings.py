@@ -79,7 +79,11 @@ def test_recommendation_is_the_smallest_that_meets_its_targets() -> None:
 
 def test_given_settings_are_checked_not_replaced() -> None:
     plan = plan_dynamic_sampling(
-        0.2, trainer="verl", train_batch_size=512, group_size=16, gen_batch_size=1536,
+        0.2,
+        trainer="verl",
+        train_batch_size=512,
+        group_size=16,
+        gen_batch_size=1536,
         max_gen_batches=3,
     )
     assert (plan.gen_batch_size, plan.max_gen_batches, plan.chosen) == (1536, 3, "given")
