@@ -153,7 +153,8 @@ def ingest(
     total = result.rollouts + result.unmatched_rollouts
     print(
         f"ingest: {len(result.runs)} run(s) from {result.format} files, "
-        f"score {result.score_field!r}; {result.rollouts} of {total} rollouts matched to samples of {data}"
+        f"score {result.score_field!r}; {result.rollouts} of {total} rollouts matched to "
+        f"samples of {data}"
     )
     methods = ", ".join(f"{count} {how}" for how, count in sorted(result.matched_by.items()))
     print(f"  prompts matched: {methods or 'none'}")
