@@ -125,13 +125,12 @@ def filter_run(
         prepare_batch,
         write_export,
     )
+    from curate.filtering import curriculum
     from curate.filtering.select import attach_fields, decide
     from curate.filtering.weights import check_weight_default, table_weights
     from curate.stats.weights import OBJECTIVES, check_objective, weight_table
     from curate.store.atomic import atomic_path
     from curate.store.tables import read_table
-
-    from curate.filtering import curriculum
 
     run, output = Path(run), Path(output)
     data = Path(data) if data is not None else None
