@@ -23,6 +23,7 @@ from curate.stats.compare import (
     FISHER,
     MANN_WHITNEY,
     compare_samples,
+    forecast_check,
     mann_whitney_p_values,
     match_samples,
     set_counts,
@@ -79,6 +80,8 @@ class Comparison:
     sets: dict[str, int]
     # With more than two runs: each pair of neighbours (run i -> run i+1), in order.
     steps: list[Step] = field(default_factory=list)
+    # The first run's pass rates as a forecast of the last's (`forecast_check`).
+    forecast: dict[str, object] = field(default_factory=dict)
 
     @property
     def before(self) -> RunView:
@@ -186,6 +189,7 @@ def compare_runs(
         transitions=transition_counts(compared),
         sets=set_counts(compared),
         steps=steps,
+        forecast=forecast_check(compared, binary=test == FISHER),
     )
 
 

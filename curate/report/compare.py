@@ -19,6 +19,10 @@ to 6 significant digits; NaN becomes null):
                        each pair of neighbouring runs (empty with two runs)
     sets               {learned, forgotten, newly_learnable, still_unreachable:
                         {count: int, share: float}}
+    forecast           {samples: int, pearson, spearman, mean_abs_error, predicted_mean,
+                        observed_mean: float | null, bins: [{bin: str, samples: int,
+                        predicted, observed: float | null}]}: the first run's pass rates
+                       as a forecast of the last's
     warnings           [str]
     gates              [{name, passed, message}]
     passed             bool
@@ -204,6 +208,7 @@ def comparison_dict(report: CompareReport) -> dict[str, Any]:
             }
             for step in c.steps
         ],
+        "forecast": c.forecast,
         "warnings": list(report.warnings),
         "gates": [{"name": g.name, "passed": g.passed, "message": g.message} for g in report.gates],
         "passed": all(g.passed for g in report.gates),
@@ -217,6 +222,32 @@ def render_comparison_json(report: CompareReport) -> str:
 
 def _transition_grid(c: Comparison) -> dict[tuple[str, str], int]:
     return {(a, b): n for a, b, n in c.transitions}
+
+
+def _forecast_rows(c: Comparison) -> list[list[str]]:
+    """Calibration rows: bin of the first run's rate, samples, forecast, observed."""
+    bins = c.forecast.get("bins") or []
+    assert isinstance(bins, list)
+    return [
+        [str(b["bin"]), str(b["samples"]), _fmt(b["predicted"]), _fmt(b["observed"])]
+        for b in bins
+        if b["samples"]
+    ]
+
+
+def _forecast_line(c: Comparison) -> str:
+    f = c.forecast
+
+    def num(key: str) -> str:
+        value = f.get(key)
+        return "-" if not isinstance(value, float) or value != value else f"{value:.3f}"
+
+    return (
+        f"forecast: {c.before.label}'s pass rates against {c.after.label}'s: Pearson r "
+        f"{num('pearson')}, Spearman {num('spearman')}, mean absolute error "
+        f"{num('mean_abs_error')} (mean {num('predicted_mean')} forecast, "
+        f"{num('observed_mean')} observed)"
+    )
 
 
 def _test_line(c: Comparison) -> str:
@@ -274,7 +305,15 @@ def render_comparison_markdown(report: CompareReport) -> str:
             + " |"
             for step in c.steps
         ]
-    lines += ["", _test_line(c)]
+    lines += [
+        "",
+        f"Forecast: {c.before.label}'s pass rate (binned) against {c.after.label}'s:",
+        "",
+        f"| {c.before.label} pass rate | samples | forecast | observed |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    lines += ["| " + " | ".join(row) + " |" for row in _forecast_rows(c)]
+    lines += ["", _forecast_line(c), "", _test_line(c)]
     if report.warnings:
         lines += ["", "**Warnings**", ""] + [f"- {w}" for w in report.warnings]
     return "\n".join(lines) + "\n"
@@ -322,6 +361,13 @@ def render_comparison_table(report: CompareReport, console: Console) -> None:
                 *(str(step.sets[s]) for s in SETS),
             )
         console.print(steps)
+    forecast = Table(title=f"forecast: {c.before.label} pass rate -> {c.after.label}")
+    for name in (f"{c.before.label} pass rate", "samples", "forecast", "observed"):
+        forecast.add_column(name, justify="right")
+    for row in _forecast_rows(c):
+        forecast.add_row(*row)
+    console.print(forecast)
+    console.print(_forecast_line(c), highlight=False)
     console.print(_test_line(c), highlight=False)
     for w in report.warnings:
         console.print(f"warning: {w}", highlight=False)

@@ -13,6 +13,7 @@ normal approximation with tie correction and continuity correction.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Final
@@ -275,3 +276,53 @@ def smallest_significant_rise(n_a: int, n_b: int, alpha: float = DEFAULT_ALPHA) 
         if fisher_exact(0, n_a, passes, n_b - passes) < alpha:
             return passes
     return None
+
+
+# -- the forecast check: the first run's pass rates as a prediction of the last's ------
+
+# Bins of the first run's pass rate; 0 and 1 stand alone (always incorrect / correct).
+FORECAST_EDGES: Final[tuple[float, ...]] = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def forecast_check(compared: pl.DataFrame, *, binary: bool) -> dict[str, object]:
+    """How well run A's per-sample pass rates (mean scores for partial credit) predict
+    run B's on the same samples: a calibration table over bins of A's rate (samples, mean
+    of A's rate = the forecast, mean of B's = what happened), Pearson's r, Spearman's rank
+    correlation and the mean absolute error. `curate compare BASELINE TRAINER_STEP`
+    checks the curation run against what the trainer then saw."""
+    import polars as pl
+
+    col = "pass_rate" if binary else "mean_score"
+    a, b = pl.col(f"{col}_a"), pl.col(f"{col}_b")
+    frame = compared.select(a.alias("a"), b.alias("b")).drop_nulls()
+    bins: list[dict[str, object]] = []
+    edges = FORECAST_EDGES
+    cuts = [("0", a_is(0.0))]
+    for lo, hi in itertools.pairwise(edges):
+        expr = (pl.col("a") > lo) & ((pl.col("a") <= hi) if hi < 1.0 else (pl.col("a") < hi))
+        cuts.append((f"({lo:g}, {hi:g}{']' if hi < 1.0 else ')'}", expr))
+    cuts.append(("1", a_is(1.0)))
+    for label, expr in cuts:
+        part = frame.filter(expr)
+        bins.append(
+            {
+                "bin": label,
+                "samples": part.height,
+                "predicted": part["a"].mean() if part.height else None,
+                "observed": part["b"].mean() if part.height else None,
+            }
+        )
+    stats = frame.select(
+        pl.corr("a", "b", method="pearson").alias("pearson"),
+        pl.corr("a", "b", method="spearman").alias("spearman"),
+        (pl.col("a") - pl.col("b")).abs().mean().alias("mean_abs_error"),
+        pl.col("a").mean().alias("predicted_mean"),
+        pl.col("b").mean().alias("observed_mean"),
+    ).row(0, named=True)
+    return {"samples": frame.height, **stats, "bins": bins}
+
+
+def a_is(value: float) -> pl.Expr:
+    import polars as pl
+
+    return pl.col("a") == value

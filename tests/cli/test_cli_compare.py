@@ -16,6 +16,7 @@ from tests.conftest import long_frame
 COMPARE_KEYS = frozenset(
     {
         "runs",
+        "forecast",
         "samples_compared",
         "samples_left_out",
         "group_size",

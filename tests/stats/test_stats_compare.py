@@ -236,3 +236,24 @@ def test_partial_credit_false_positive_rate_and_power() -> None:
     rate = compare(same)["significant"].mean()
     assert rate <= alpha + 2 * math.sqrt(alpha * (1 - alpha) / samples), rate
     assert set_counts(compare(higher))["learned"] / samples >= 0.6
+
+
+def test_forecast_check_bins_and_correlations() -> None:
+    import numpy as np
+
+    from curate.stats.compare import forecast_check
+
+    a = [0.0, 0.0, 0.25, 0.5, 0.75, 1.0, 1.0, 0.125]
+    b = [0.0, 0.25, 0.5, 0.5, 1.0, 1.0, 0.75, 0.0]
+    frame = pl.DataFrame({"pass_rate_a": a, "pass_rate_b": b})
+    got = forecast_check(frame, binary=True)
+    assert got["samples"] == 8
+    assert got["pearson"] == pytest.approx(float(np.corrcoef(a, b)[0, 1]))
+    assert got["mean_abs_error"] == pytest.approx(float(np.mean(np.abs(np.array(a) - b))))
+    bins = {row["bin"]: row for row in got["bins"]}  # type: ignore[union-attr]
+    assert bins["0"]["samples"] == 2 and bins["0"]["observed"] == pytest.approx(0.125)
+    assert bins["(0, 0.25]"]["samples"] == 2 and bins["(0, 0.25]"]["predicted"] == pytest.approx(
+        0.1875
+    )
+    assert bins["(0.75, 1)"]["samples"] == 0 and bins["1"]["observed"] == pytest.approx(0.875)
+    assert sum(row["samples"] for row in got["bins"]) == 8  # type: ignore[union-attr]
