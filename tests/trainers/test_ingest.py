@@ -104,6 +104,12 @@ def test_verl_steps_become_runs(verl_dir: Path, tmp_path: Path) -> None:
     assert json.loads(report.stdout)["categories"]["always_incorrect"] == 1
     index = json.loads((out / "ingest.json").read_text())
     assert [r["first_step"] for r in index["runs"]] == [1, 2]
+    # Step 1's pass rates as a forecast of step 2's (all right): observed 1.0 in every bin.
+    compared = invoke_curate("compare", out / "step-000001", out / "step-000002", "-f", "json")
+    assert compared.exit_code == 0, compared.stderr
+    forecast = json.loads(compared.stdout)["forecast"]
+    assert forecast["samples"] == 6 and forecast["observed_mean"] == 1.0
+    assert forecast["predicted_mean"] == pytest.approx(sum(min(i, 4) / 4 for i in range(6)) / 6)
 
 
 def test_score_range_maps_the_reward_and_keeps_it_raw(verl_dir: Path, tmp_path: Path) -> None:
