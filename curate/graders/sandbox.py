@@ -55,6 +55,7 @@ Status = Literal["ok", "error", "assertion", "timeout", "limit", "crashed", "har
 # Exit codes the bootstrap uses to say why the program stopped (see _BOOTSTRAP).
 _EXIT_ASSERTION = 3
 _EXIT_MEMORY = 4
+_EXIT_EARLY = 5
 _EXIT_HARNESS = 97
 
 _CLONE_NEWUSER = 0x10000000
@@ -130,7 +131,7 @@ def run(cfg):
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if code == 0 and cfg["mode"] == "script":
-            code = 1  # a test script that exits before its end did not run its tests
+            code = 5  # a test script that exits before its end did not run its tests
     except AssertionError:
         traceback.print_exc()
         code = 3
@@ -405,6 +406,8 @@ def _classify(
         return result("crashed", f"killed by {name}")
     if exit_code == 0:
         return result("ok", "")
+    if exit_code == _EXIT_EARLY:
+        return result("ok", "sys.exit(0) before the end of the tests")
     if exit_code == _EXIT_ASSERTION:
         return result("assertion", _last_line(stderr) or "AssertionError")
     if exit_code == _EXIT_MEMORY:
