@@ -158,6 +158,7 @@ class Preflight:
             "bad": check.bad,
             "unparsable": check.unparsable,
             "rejected": check.rejected,
+            "unchecked": check.unchecked,
             "max_bad_fraction": self.max_bad_fraction,
             "summary": check.summary,
             "examples": [

@@ -80,9 +80,7 @@ class ReferenceCheck:
         if not self.bad:
             text = f"grader {self.grader!r} accepts all {self.total} references"
             if self.unchecked:
-                text += (
-                    f" ({self.unchecked} read but not run: no known-correct answer to try)"
-                )
+                text += f" ({self.unchecked} read but not run: no known-correct answer to try)"
             return text
         text = (
             f"grader {self.grader!r} cannot use {self.bad} of {self.total} references "

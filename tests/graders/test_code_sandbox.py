@@ -28,7 +28,8 @@ def _row() -> dict[str, object]:
 def _hostile(body: str) -> str:
     """A completion whose program does `body` when the function is called."""
     indented = "\n".join("    " + line for line in body.splitlines())
-    return f"```python\nimport os, sys, signal, socket\ndef solve(x):\n{indented}\n    return x * 2\n```"
+    header = "import os, sys, signal, socket\ndef solve(x):"
+    return f"```python\n{header}\n{indented}\n    return x * 2\n```"
 
 
 @pytest.fixture(scope="module")
