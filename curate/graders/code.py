@@ -413,8 +413,15 @@ class CodeGrader:
         if self.workers == 1 or len(completions) <= 1:
             return [one(i) for i in range(len(completions))]
         # Each case is its own process: threads only wait on them, so they are enough.
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            return list(pool.map(one, range(len(completions))))
+        pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="curate-code")
+        try:
+            results = list(pool.map(one, range(len(completions))))
+        except BaseException:
+            # Ctrl-C: start nothing new; what runs ends by its own deadline and cleans up.
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+        return results
 
     # -- the reference check and the start lines ------------------------------------------
 
