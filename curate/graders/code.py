@@ -63,6 +63,9 @@ TEST_FIELDS = ("test", "test_list", "input_output", "tests", "test_cases", "publ
 # Columns that hold a known-correct program (for the reference self-check).
 SOLUTION_FIELDS = ("canonical_solution", "code", "solutions", "solution")
 SCORE_MODES = ("all", "fraction")
+# Canonical solutions the reference check runs before generation (the others' tests are
+# read, not run).
+CHECK_SOLUTIONS = 200
 Verdict = Literal["passed", "failed", "timeout", "crashed", "limit", "skipped"]
 Layout = Literal["humaneval", "asserts", "script", "stdio", "call"]
 
@@ -384,6 +387,9 @@ class CodeGrader:
         self.score_mode = score_mode
         self.workers = max(1, workers)
         self.protection = protection if protection is not None else protection_available()
+        # The reference check runs at most this many canonical solutions (in data set
+        # order): on APPS-sized sets running them all would take hours before generation.
+        self.check_budget = CHECK_SOLUTIONS
 
     def grade_batch(
         self,
@@ -429,14 +435,18 @@ class CodeGrader:
         self, reference: object, context: SampleContext | None
     ) -> list[str] | None:
         """A known-correct program for the sample (its canonical solution), or None when
-        the data set has none; `GradingError` when its tests cannot be read."""
+        the data set has none or the check's budget of runs is spent; `GradingError`
+        when its tests cannot be read."""
         read_tests(reference, context)
+        if self.check_budget <= 0:
+            return None
         row = context or {}
         for name in SOLUTION_FIELDS:
             value = _json(row.get(name))
             if isinstance(value, list):
                 value = next((v for v in value if isinstance(v, str) and v.strip()), None)
             if isinstance(value, str) and value.strip():
+                self.check_budget -= 1
                 return [value]
         return None
 

@@ -152,6 +152,11 @@ def test_the_reference_check_runs_canonical_solutions_and_reads_the_rest(
     check = check_references(grader, references, contexts=contexts)
     assert (check.total, check.rejected, check.unparsable, check.unchecked) == (5, 1, 1, 1)
     assert {bad.sample_id for bad in check.examples} == {"broken", "unreadable"}
+    # Past its budget the check reads the tests without running the solutions.
+    small = CodeGrader("code", limits=Limits(wall_s=3.0))
+    small.check_budget = 1
+    check = check_references(small, references, contexts=contexts)
+    assert (check.rejected, check.unparsable, check.unchecked) == (0, 1, 3)
 
 
 def test_specs_and_score_modes() -> None:
