@@ -44,12 +44,12 @@ STDIO_TESTS = json.dumps({"inputs": ["1 2\n", "5 7\n", "10 -3\n"], "outputs": ["
 
 @pytest.fixture(scope="module")
 def grader() -> CodeGrader:
-    return CodeGrader("code", limits=Limits(wall_s=3.0), workers=2)
+    return CodeGrader("code", limits=Limits(wall_s=10.0), workers=2)
 
 
 @pytest.fixture(scope="module")
 def fraction() -> CodeGrader:
-    return CodeGrader("code:score=fraction", limits=Limits(wall_s=3.0), score_mode="fraction")
+    return CodeGrader("code:score=fraction", limits=Limits(wall_s=10.0), score_mode="fraction")
 
 
 def test_layouts_are_read_from_real_data_set_shapes() -> None:
@@ -153,7 +153,7 @@ def test_the_reference_check_runs_canonical_solutions_and_reads_the_rest(
     assert (check.total, check.rejected, check.unparsable, check.unchecked) == (5, 1, 1, 1)
     assert {bad.sample_id for bad in check.examples} == {"broken", "unreadable"}
     # Past its budget the check reads the tests without running the solutions.
-    small = CodeGrader("code", limits=Limits(wall_s=3.0))
+    small = CodeGrader("code", limits=Limits(wall_s=10.0))
     small.check_budget = 1
     check = check_references(small, references, contexts=contexts)
     assert (check.rejected, check.unparsable, check.unchecked) == (0, 1, 3)
