@@ -132,7 +132,9 @@ class Preflight:
             reference = self.references.get(sid)
             raw = (self.raw_references or {}).get(sid, reference)
             shown = f"reference as graded: {_short(reference, 40)}"
-            if raw != reference:
+            if grader_kind(self.grader_spec) == "code":
+                shown = f"tests as run: {_short(reference, 60)}"  # the tests are the reference
+            elif raw != reference:
                 shown += f" (from {_short(raw, 30)})"
             out += _fit(shown)
         return out
