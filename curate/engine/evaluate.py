@@ -275,6 +275,7 @@ def _evaluate(
         grader_reason=pf.grader_reason,
         grader_timeout_s=opts.grader_timeout,
         score_range=list(opts.score_range) if opts.score_range is not None else None,
+        grader_notes=list(pf.grader_notes) or None,
     )
     # Refuse a mismatched resume before paying for an engine start.
     skip = {"chat_template_sha256"} | ({"mode"} if mode is None else set())
