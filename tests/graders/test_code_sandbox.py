@@ -7,12 +7,19 @@ import os
 import socket
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from curate.graders.code import CodeGrader
-from curate.graders.sandbox import Limits, protection_available, run_program
+from curate.graders.sandbox import (
+    NO_PROTECTION,
+    Limits,
+    Protection,
+    protection_available,
+    run_program,
+)
 
 ENTRY = "solve"
 PROMPT = "def solve(x):\n"
@@ -178,3 +185,33 @@ def test_an_early_exit_is_not_a_pass_and_a_sys_exit_zero_in_a_script_is_not_eith
 def test_the_protection_summary_is_explicit() -> None:
     summary = protection_available().summary
     assert "network" in summary.lower() and "PID" in summary
+
+
+def test_the_fallbacks_still_apply_limits_environment_and_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What runs where namespaces are unavailable (no fence) or curate is not root (a user
+    namespace), forced here whatever this machine allows."""
+    monkeypatch.setenv("CURATE_TEST_SECRET", SECRET)
+    python = protection_available().python
+    fences = [
+        replace(NO_PROTECTION, python=python),
+        Protection(network=True, pid=True, uid=None, user_namespace=True, python=python),
+    ]
+    for fence in fences:
+        probe = run_program("print(1)", protection=fence)
+        if probe.status == "harness":
+            continue  # this kernel refuses user namespaces: the probe would skip it too
+        limits = Limits(wall_s=2.0, memory_mb=256)
+        loop = run_program("while True:\n    pass", limits=limits, protection=fence)
+        assert loop.status == "timeout", (fence, loop)
+        memory = run_program("b = bytearray(2 * 1024 ** 3)", limits=limits, protection=fence)
+        assert memory.status == "limit", (fence, memory)
+        env = run_program("import os\nprint(dict(os.environ))", protection=fence)
+        assert env.status == "ok" and SECRET not in env.stdout, (fence, env)
+        if fence.network:
+            net = run_program(
+                "import socket\nprint(socket.socket().connect_ex(('127.0.0.1', 9)))",
+                protection=fence,
+            )
+            assert net.stdout.strip() not in ("0", "111"), (fence, net)  # not even refused
