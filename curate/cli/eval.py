@@ -18,6 +18,7 @@ from curate.errors import UsageError
 from curate.graders.checks import DEFAULT_MAX_BAD_FRACTION
 
 if TYPE_CHECKING:
+    from curate.core.shards import ShardSpec
     from curate.engine import adaptive as _adaptive
     from curate.engine.evaluate import EvalOptions
     from curate.engine.preflight import Preflight
@@ -281,6 +282,17 @@ def eval_cmd(
             rich_help_panel=RUN,
         ),
     ] = DEFAULT_CHUNK_SIZE,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            metavar="I/K",
+            help="Evaluate shard I of K (0 <= I < K): the samples whose sha256(sample_id) "
+            "is I mod K. K array-job tasks may write one run directory at once.",
+            show_default=False,
+            rich_help_panel=RUN,
+        ),
+    ] = None,
     quiet: Annotated[
         bool,
         typer.Option("--quiet", "-q", help="No progress or status lines.", rich_help_panel=RUN),
@@ -428,6 +440,7 @@ def eval_cmd(
         max_bad_references=max_bad_references,
         grader_timeout=grader_timeout,
         score_range=parse_score_range(score_range) if score_range is not None else None,
+        shard=parse_shard_option(shard),
     )
     if dry_run:
         _print_dry_run(opts, price_in, price_out, quiet=quiet)
@@ -452,8 +465,9 @@ def eval_cmd(
         print(
             f"{outcome.run_dir}: set aside {len(outcome.set_aside)} unreadable shard(s) in {where}"
         )
+    where = f"{outcome.run_dir}" + (f" (shard {opts.shard})" if opts.shard else "")
     print(
-        f"{outcome.run_dir}: {r.rollouts} new rollouts in {r.seconds:.1f}s "
+        f"{where}: {r.rollouts} new rollouts in {r.seconds:.1f}s "
         f"({r.skipped} already stored), {r.errors} errors, {r.truncated} truncated"
     )
     for line in error_summary(r.error_messages):
@@ -467,7 +481,22 @@ def eval_cmd(
             f"see their errors: curate report {outcome.run_dir}"
         )
         raise typer.Exit(1)
-    print(f"next: curate report {outcome.run_dir}")
+    if opts.shard is not None:
+        print(f"next: curate status {outcome.run_dir} (then curate report {outcome.run_dir})")
+    else:
+        print(f"next: curate report {outcome.run_dir}")
+
+
+def parse_shard_option(text: str | None) -> ShardSpec | None:
+    """--shard I/K, or a one-line UsageError (exit 2, before anything is written)."""
+    from curate.core.shards import parse_shard
+
+    if text is None:
+        return None
+    try:
+        return parse_shard(text)
+    except ValueError as exc:
+        raise UsageError(f"--shard: {exc}") from None
 
 
 def _status(line: str) -> None:
