@@ -344,7 +344,7 @@ def eval_cmd(
     trust_remote_code: Annotated[
         bool, _flag(VllmOptions, "trust_remote_code")
     ] = VllmOptions.flag_default("trust_remote_code"),
-    base_url: Annotated[str | None, _flag(OpenAIOptions, "base_url")] = None,
+    base_url: Annotated[list[str] | None, _flag(OpenAIOptions, "base_url")] = None,
     api_key_env: Annotated[str | None, _flag(OpenAIOptions, "api_key_env")] = None,
     concurrency: Annotated[int | None, _flag(OpenAIOptions, "concurrency")] = None,
     requests_per_minute: Annotated[
@@ -465,9 +465,9 @@ def eval_cmd(
         print(
             f"{outcome.run_dir}: set aside {len(outcome.set_aside)} unreadable shard(s) in {where}"
         )
-    where = f"{outcome.run_dir}" + (f" (shard {opts.shard})" if opts.shard else "")
+    label = f"{outcome.run_dir}" + (f" (shard {opts.shard})" if opts.shard else "")
     print(
-        f"{where}: {r.rollouts} new rollouts in {r.seconds:.1f}s "
+        f"{label}: {r.rollouts} new rollouts in {r.seconds:.1f}s "
         f"({r.skipped} already stored), {r.errors} errors, {r.truncated} truncated"
     )
     for line in error_summary(r.error_messages):
