@@ -22,8 +22,8 @@ from curate.backends.engine_output import engine_output_to, entered_quietly
 from curate.backends.options import BackendOptions
 from curate.backends.registry import backend_options, open_backend
 from curate.core.prompts import Mode
-from curate.core.shards import ShardSpec
 from curate.core.sampling import SamplingConfig
+from curate.core.shards import ShardSpec
 from curate.data.samples import (
     FieldMap,
     file_sha256,

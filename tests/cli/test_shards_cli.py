@@ -45,8 +45,10 @@ def test_k_shard_processes_write_one_run_together(outdir: Path, run_curate) -> N
     try:
         # They overlap: every shard's lock is held at one moment.
         wait_for(
-            lambda: all(shard_lock_taken(run, f"{i}-of-{K}") for i in range(K))
-            or any(p.poll() is not None for p in procs),
+            lambda: (
+                all(shard_lock_taken(run, f"{i}-of-{K}") for i in range(K))
+                or any(p.poll() is not None for p in procs)
+            ),
             "all shard writers at once",
         )
         overlapped = all(shard_lock_taken(run, f"{i}-of-{K}") for i in range(K))
@@ -152,8 +154,11 @@ def test_a_shard_beside_a_whole_run_writer_is_refused(outdir: Path, run_curate) 
     first = start_curate(*args(run, "--chunk-size", 1), delay_s=0.2)
     try:
         wait_for(
-            lambda: (run / ".lock").is_file() and bool((run / ".lock").read_text())
-            or first.poll() is not None,
+            lambda: (
+                ((run / ".lock").is_file()
+                and bool((run / ".lock").read_text()))
+                or first.poll() is not None
+            ),
             "lock",
         )
         shard = run_curate(*args(run, "--shard", f"0/{K}"))

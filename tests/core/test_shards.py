@@ -33,7 +33,8 @@ def test_assignment_is_the_documented_hash_and_ignores_order() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "spec"), [("0/1", ShardSpec(0, 1)), ("3/8", ShardSpec(3, 8)), (" 1 / 2 ", ShardSpec(1, 2))]
+    ("text", "spec"),
+    [("0/1", ShardSpec(0, 1)), ("3/8", ShardSpec(3, 8)), (" 1 / 2 ", ShardSpec(1, 2))],
 )
 def test_parse(text: str, spec: ShardSpec) -> None:
     assert parse_shard(text) == spec
@@ -42,8 +43,14 @@ def test_parse(text: str, spec: ShardSpec) -> None:
 
 @pytest.mark.parametrize(
     ("text", "reason"),
-    [("3/2", "I must be below K"), ("2/2", "I must be below K"), ("x", "expected I/K"),
-     ("1/0", "K must be at least 1"), ("-1/2", "expected I/K"), ("1", "expected I/K")],
+    [
+        ("3/2", "I must be below K"),
+        ("2/2", "I must be below K"),
+        ("x", "expected I/K"),
+        ("1/0", "K must be at least 1"),
+        ("-1/2", "expected I/K"),
+        ("1", "expected I/K"),
+    ],
 )
 def test_parse_refuses(text: str, reason: str) -> None:
     with pytest.raises(ValueError, match=reason):
