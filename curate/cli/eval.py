@@ -527,7 +527,11 @@ def backend_flags(backend: str, params: Mapping[str, Any]) -> BackendOptions | d
     that defaults to None belongs to one backend: giving it to another is an error."""
     chosen: BackendOptions | dict[str, Any] = {}
     for name, schema in FLAG_SCHEMAS.items():
-        values = {f.name: params[f.name] for f in schema.flag_fields()}
+        # A repeatable flag not given is an empty list: not given.
+        values = {
+            f.name: None if params[f.name] in ([], ()) else params[f.name]
+            for f in schema.flag_fields()
+        }
         if name == backend:
             chosen = schema.parse({k: v for k, v in values.items() if v is not None})
         elif schema.flags_default_to_none:
