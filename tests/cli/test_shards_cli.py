@@ -5,6 +5,7 @@ writer beside shard writers, another K, other settings), and bad --shard values.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import polars as pl
@@ -39,7 +40,7 @@ def all_rows(run: Path) -> pl.DataFrame:
 def test_k_shard_processes_write_one_run_together(outdir: Path, run_curate) -> None:
     run = outdir / "run"
     procs = [
-        start_curate(*args(run, "--shard", f"{i}/{K}", "--chunk-size", 1), delay_s=0.4)
+        start_curate(*args(run, "--shard", f"{i}/{K}", "--chunk-size", 1), delay_s=1.0)
         for i in range(K)
     ]
     try:
@@ -112,16 +113,25 @@ def test_resume_and_status_per_shard(outdir: Path, run_curate) -> None:
     assert f"complete: {SAMPLES * RUNS} of {SAMPLES * RUNS} rollouts" in final.stdout
 
 
+def stop(proc: subprocess.Popen[str]) -> None:
+    """End a writer held up on purpose (its locks die with it)."""
+    proc.kill()
+    proc.communicate(timeout=60)
+
+
 def test_a_shard_with_other_settings_is_refused(outdir: Path, run_curate) -> None:
     run = outdir / "run"
-    first = start_curate(*args(run, "--shard", f"0/{K}", "--chunk-size", 1), delay_s=0.6)
+    # A writer that stays busy for as long as the test needs (10 s per request).
+    first = start_curate(*args(run, "--shard", f"0/{K}", "--chunk-size", 1), delay_s=10)
     try:
         wait_for(lambda: shard_lock_taken(run, f"0-of-{K}") or first.poll() is not None, "lock")
-        # Shard 0 has stored nothing yet, perhaps; its settings bind shard 1 anyway.
+        assert first.poll() is None
+        # Shard 0 has stored nothing yet; its settings bind shard 1 anyway.
+        assert not RolloutStore(run).shard_paths()
         other = run_curate(*args(run, "--shard", f"1/{K}", "--temperature", "0.5"))
         other_k = run_curate(*args(run, "--shard", "1/2"))
     finally:
-        first.communicate(timeout=120)
+        stop(first)
     assert other.returncode == 2
     assert "temperature 1.0 -> 0.5" in one_error_line(other)
     assert other_k.returncode == 1
@@ -131,15 +141,15 @@ def test_a_shard_with_other_settings_is_refused(outdir: Path, run_curate) -> Non
 
 def test_the_same_shard_twice_is_refused_naming_the_writer(outdir: Path, run_curate) -> None:
     run = outdir / "run"
-    first = start_curate(*args(run, "--shard", f"2/{K}", "--chunk-size", 1), delay_s=0.6)
+    first = start_curate(*args(run, "--shard", f"2/{K}", "--chunk-size", 1), delay_s=10)
     try:
         wait_for(lambda: shard_lock_taken(run, f"2-of-{K}") or first.poll() is not None, "lock")
+        assert first.poll() is None
         holder = json.loads((run / f".lock.shard-2-of-{K}").read_text())
         second = run_curate(*args(run, "--shard", f"2/{K}"))
         whole = run_curate(*args(run))
     finally:
-        _, err = first.communicate(timeout=120)
-    assert first.returncode == 0, err
+        stop(first)
     assert second.returncode == 1
     line = one_error_line(second)
     assert f"pid {first.pid} on {holder['host']}" in line
@@ -151,19 +161,19 @@ def test_the_same_shard_twice_is_refused_naming_the_writer(outdir: Path, run_cur
 
 def test_a_shard_beside_a_whole_run_writer_is_refused(outdir: Path, run_curate) -> None:
     run = outdir / "run"
-    first = start_curate(*args(run, "--chunk-size", 1), delay_s=0.2)
+    first = start_curate(*args(run, "--chunk-size", 1), delay_s=10)
     try:
         wait_for(
             lambda: (
-                ((run / ".lock").is_file()
-                and bool((run / ".lock").read_text()))
+                ((run / ".lock").is_file() and bool((run / ".lock").read_text()))
                 or first.poll() is not None
             ),
             "lock",
         )
+        assert first.poll() is None
         shard = run_curate(*args(run, "--shard", f"0/{K}"))
     finally:
-        first.communicate(timeout=120)
+        stop(first)
     assert shard.returncode == 1
     line = one_error_line(shard)
     assert f"pid {first.pid}" in line and "whole run directory (no --shard)" in line
