@@ -11,6 +11,12 @@ from curate.core.shards import ShardSpec
 from curate.store.run_dir import RolloutStore, RunDirBusyError
 
 
+def refuse(run: Path, shard: ShardSpec | None, match: str) -> None:
+    """A writer of `shard` (None: the whole run) is refused with `match`."""
+    with pytest.raises(RunDirBusyError, match=match), RolloutStore(run).writer(shard):
+        pass
+
+
 def test_writers_of_different_shards_share_the_directory(tmp_path: Path) -> None:
     run = tmp_path / "run"
     a, b = RolloutStore(run), RolloutStore(run)
@@ -25,9 +31,7 @@ def test_writers_of_different_shards_share_the_directory(tmp_path: Path) -> None
 def test_the_same_shard_twice_is_refused(tmp_path: Path) -> None:
     run = tmp_path / "run"
     with RolloutStore(run).writer(ShardSpec(1, 3)):
-        with pytest.raises(RunDirBusyError, match=r"is writing shard 1/3 of this run directory"):
-            with RolloutStore(run).writer(ShardSpec(1, 3)):
-                pass
+        refuse(run, ShardSpec(1, 3), r"is writing shard 1/3 of this run directory")
         # The refused writer left the holder's locks alone.
         assert set(RolloutStore(run).shard_writers()) == {"1/3"}
 
@@ -35,13 +39,9 @@ def test_the_same_shard_twice_is_refused(tmp_path: Path) -> None:
 def test_whole_run_and_shard_writers_exclude_each_other(tmp_path: Path) -> None:
     run = tmp_path / "run"
     with RolloutStore(run).writer(ShardSpec(0, 2)):
-        with pytest.raises(RunDirBusyError, match=r"--shard writers \(0/2: \d+@"):
-            with RolloutStore(run).writer():
-                pass
+        refuse(run, None, r"--shard writers \(0/2: \d+@")
     with RolloutStore(run).writer():
-        with pytest.raises(RunDirBusyError, match=r"whole run directory \(no --shard\)"):
-            with RolloutStore(run).writer(ShardSpec(0, 2)):
-                pass
+        refuse(run, ShardSpec(0, 2), r"whole run directory \(no --shard\)")
     # Both released: either kind may write again.
     with RolloutStore(run).writer(ShardSpec(0, 2)):
         pass
