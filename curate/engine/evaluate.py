@@ -306,6 +306,17 @@ def _evaluate(
             def check(previous: dict[str, Any] | None, body: dict[str, Any]) -> None:
                 _check_resume(previous, body, run_dir, ignore=set())
 
+            evaluation = Evaluation(
+                backend=backend,
+                grader=grader,
+                prompts=prompts_by_id(mine, fields, mode, system=opts.system, source=opts.data),
+                references=references,
+                sampling=settings.sampling,
+                mode=mode,
+                seed=opts.seed,
+                runs=opts.runs,
+                chunk_size=opts.chunk_size,
+            )
             if opts.shard is None:
                 # Read again under the lock: another writer may have finished meanwhile.
                 previous = None if opts.force_new else store.previous_manifest()
@@ -318,17 +329,6 @@ def _evaluate(
                 manifest = record_shard(
                     store, opts.shard, opts.runs, opts.limit, build, check, frame
                 )
-            evaluation = Evaluation(
-                backend=backend,
-                grader=grader,
-                prompts=prompts_by_id(mine, fields, mode, system=opts.system, source=opts.data),
-                references=references,
-                sampling=settings.sampling,
-                mode=mode,
-                seed=opts.seed,
-                runs=opts.runs,
-                chunk_size=opts.chunk_size,
-            )
             result: EvalResult
             if policy is None:
                 result = run_eval(store, evaluation, progress=progress)
