@@ -157,6 +157,15 @@ def test_the_same_shard_twice_is_refused_naming_the_writer(outdir: Path, run_cur
     # A whole-run eval beside a shard writer: refused, naming the shard writers.
     assert whole.returncode == 1
     assert f"2/{K}: {first.pid}@{holder['host']}" in one_error_line(whole)
+    # Killed (SIGKILL): its lock file stays, but the lock died with it. Status shows
+    # no writer, and the same shard runs again (resuming).
+    assert (run / f".lock.shard-2-of-{K}").exists()
+    status = run_curate("status", run, "--format", "json")
+    assert status.returncode == 1
+    assert all(part["writer"] is None for part in json.loads(status.stdout)["shards"])
+    again = run_curate(*args(run, "--shard", f"2/{K}"))
+    assert again.returncode == 0, again.stderr
+    assert not (run / f".lock.shard-2-of-{K}").exists()
 
 
 def test_a_shard_beside_a_whole_run_writer_is_refused(outdir: Path, run_curate) -> None:
