@@ -287,8 +287,8 @@ def eval_cmd(
         typer.Option(
             "--shard",
             metavar="I/K",
-            help="Evaluate shard I of K (0 <= I < K): the samples whose sha256(sample_id) "
-            "is I mod K. K array-job tasks may write one run directory at once.",
+            help="Evaluate shard I of K (0 <= I < K): the samples whose sha256(sample_id) mod "
+            "K is I. K array-job tasks may write one run directory at once.",
             show_default=False,
             rich_help_panel=RUN,
         ),
