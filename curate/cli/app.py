@@ -19,6 +19,7 @@ from curate.cli import filter as filter_cmd
 from curate.cli import ingest as ingest_cmd
 from curate.cli import plot as plot_cmd
 from curate.cli import report as report_cmd
+from curate.cli import status as status_cmd
 
 # Help wider than this is hard to read on a wide terminal (rich fills the whole width):
 # typer's TERMINAL_WIDTH caps it, never above the terminal's own width. A width the user
@@ -65,11 +66,14 @@ app.command("filter")(filter_cmd.filter_samples)
 app.command("allocate")(allocate_cmd.allocate)
 app.command("compare")(compare_cmd.compare)
 app.command("ingest")(ingest_cmd.ingest)
+app.command("status")(status_cmd.status)
 
 
 # Commands that hold nothing needing teardown when they return (their files are
 # written and renamed by then): the console script ends them with os._exit.
-_FAST_EXIT_COMMANDS = frozenset({"report", "plot", "filter", "allocate", "compare"})
+_FAST_EXIT_COMMANDS = frozenset(
+    {"report", "plot", "filter", "allocate", "compare", "status", "ingest"}
+)
 
 
 def main() -> None:
