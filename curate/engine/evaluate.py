@@ -39,6 +39,7 @@ from curate.errors import CurateError, RunError, UsageError
 from curate.store.run_dir import RolloutStore, set_aside_corrupt_shards
 
 if TYPE_CHECKING:
+    from curate.graders.reward_model import RewardModelConfig
     import polars as pl
 
 
@@ -105,6 +106,8 @@ class EvalOptions:
     max_bad_references: float = DEFAULT_MAX_BAD_FRACTION
     grader_timeout: float = 10.0
     score_range: tuple[float, float] | None = None
+    # Where `--grader reward-model` finds its server (curate/graders/reward_model.py).
+    reward_model: RewardModelConfig | None = None
     # A local engine's own output: to RUN/engine.log (True) or left on fds 1 and 2.
     engine_log: bool = True
 
@@ -261,6 +264,7 @@ def _evaluate(
         grader_reason=pf.grader_reason,
         grader_timeout_s=opts.grader_timeout,
         score_range=list(opts.score_range) if opts.score_range is not None else None,
+        reward_model=reward_model_record(grader),
     )
     # Refuse a mismatched resume before paying for an engine start.
     skip = {"chat_template_sha256"} | ({"mode"} if mode is None else set())
@@ -417,3 +421,10 @@ def _check_resume(
             f"{run_dir}: this run was made with other settings ({'; '.join(diffs)}); "
             "re-run with the original settings to resume, or pass --force-new to start afresh"
         )
+
+
+def reward_model_record(grader: object) -> dict[str, Any] | None:
+    """The manifest's `reward_model` entry for a reward-model grader (None for others):
+    where it was served (without credentials), which model, and the endpoint used."""
+    record = getattr(grader, "manifest_record", None)
+    return record() if callable(record) else None

@@ -266,7 +266,12 @@ def preflight(opts: EvalOptions, mode: Mode | None = None) -> Preflight:
 
 
 def _open(spec: str, opts: EvalOptions) -> Grader:
-    return get_grader(spec, timeout_s=opts.grader_timeout, score_range=opts.score_range)
+    return get_grader(
+        spec,
+        timeout_s=opts.grader_timeout,
+        score_range=opts.score_range,
+        reward_model=opts.reward_model,
+    )
 
 
 def _reason(spec: str, reason: str) -> str:

@@ -131,8 +131,13 @@ def check_references(
 
     `contexts` (sample id -> row) is handed to graders that read it (verl, trl). A
     grader may define ``expected_answer(reference, context)`` to say which answer its
-    correct completion holds (verl's lives in ``reward_model.ground_truth``).
+    correct completion holds (verl's lives in ``reward_model.ground_truth``). A grader
+    with ``reads_references = False`` (a reward model) has nothing to check: every
+    reference counts as usable.
     """
+    if not getattr(grader, "reads_references", True):
+        name = getattr(grader, "name", type(grader).__name__)
+        return ReferenceCheck(grader=name, total=len(references), unparsable=0, rejected=0, examples=())
     expected: Callable[[object, SampleContext | None], object] = getattr(
         grader, "expected_answer", lambda reference, context: reference
     )
