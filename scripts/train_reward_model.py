@@ -35,11 +35,15 @@ from pathlib import Path  # noqa: E402
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see train_tiny_model.py
 
+import sys  # noqa: E402
+
 import torch  # noqa: E402
 from make_arithmetic_data import make_problem  # noqa: E402  (scripts/ is on sys.path)
 from train_tiny_model import MAX_POSITIONS, build_tokenizer, make_portable  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from curate.stats.auc import roc_auc  # noqa: E402
 
 # (operator, digits of a, digits of b, weight): the policy's training mix plus the harder
 # bands of sample_data/arithmetic.jsonl, where the policy's answers are mostly wrong.
@@ -130,24 +134,6 @@ def make_batch(tok, examples) -> tuple[torch.Tensor, torch.Tensor]:
     return input_ids, labels
 
 
-def auc(scores: list[float], labels: list[int]) -> float:
-    """Probability that a random positive outscores a random negative (ties count half)."""
-    order = sorted(range(len(scores)), key=lambda i: scores[i])
-    ranks = [0.0] * len(scores)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and scores[order[j + 1]] == scores[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            ranks[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    pos = sum(labels)
-    neg = len(labels) - pos
-    rank_sum = sum(r for r, y in zip(ranks, labels, strict=True) if y)
-    return (rank_sum - pos * (pos + 1) / 2) / (pos * neg)
-
-
 @torch.no_grad()
 def evaluate(model, tok, examples, batch_size: int = 256) -> tuple[float, float]:
     """(accuracy at logit 0, AUC) on held-out examples."""
@@ -160,7 +146,7 @@ def evaluate(model, tok, examples, batch_size: int = 256) -> tuple[float, float]
     model.train()
     labels = [y for *_, y in examples]
     acc = sum((s > 0) == bool(y) for s, y in zip(logits, labels, strict=True)) / len(labels)
-    return acc, auc(logits, labels)
+    return acc, roc_auc(logits, labels)
 
 
 def main() -> None:
@@ -174,11 +160,6 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=1500)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument(
-        "--init",
-        default=str(ROOT / "sample_data" / "tiny-math"),
-        help="start from this causal LM's weights (its shape is used); 'none': from scratch",
-    )
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--heads", type=int, default=2)
@@ -218,21 +199,7 @@ def main() -> None:
         label2id={"right": 0},
         torch_dtype="float32",
     )
-    init = None
-    if args.init != "none":
-        from transformers import LlamaForCausalLM
-
-        init = LlamaForCausalLM.from_pretrained(args.init, dtype=torch.float32)
-        for key in ("hidden_size", "intermediate_size", "num_hidden_layers"):
-            setattr(config, key, getattr(init.config, key))
-        config.num_attention_heads = init.config.num_attention_heads
-        config.num_key_value_heads = init.config.num_key_value_heads
-        config.head_dim = init.config.head_dim
     model = LlamaForSequenceClassification(config)
-    if init is not None:
-        # The policy's body already computes the answer; the head learns to compare.
-        model.model.load_state_dict(init.model.state_dict())
-        del init
     n_params = sum(p.numel() for p in model.parameters())
     print(f"params: {n_params:,}  vocab: {len(tok)} (padded to {vocab_size})")
 

@@ -102,6 +102,7 @@ GRADERS.add(
     "reward-model",
     "curate.graders.reward_model:reward_model_grader",
     help="a reward model served by vLLM (/classify, /pooling or /score): --reward-base-url",
+    install_hint="pip install 'curate[openai]'",
 )
 
 # The kinds that call a reward function whose scale the user may declare.

@@ -29,6 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+import httpx  # the openai extra brings it; a missing one fails at grader selection
+
 from curate.errors import RunError, UsageError
 from curate.graders.base import (
     GradeResult,
@@ -242,8 +244,6 @@ class _Status(Exception):
 
 def classify_fault(exc: BaseException) -> Exception | None:
     """What an exception of a reward-model request means for the remote-call core."""
-    import httpx
-
     if isinstance(exc, _Status):
         detail = f"{exc.status} {_server_detail(exc.status, exc.text)}"
         if exc.status == 429:
@@ -312,8 +312,6 @@ class RewardModelGrader:
         self, endpoint: str, items: Sequence[tuple[object, str]], caller: RemoteCaller
     ) -> list[GradeResult]:
         """One request per (prompt, completion); each failure is that item's error row."""
-        import httpx
-
         results: list[GradeResult | None] = [None] * len(items)
         limits = httpx.Limits(max_connections=self.config.concurrency)
         async with httpx.AsyncClient(timeout=None, limits=limits) as client:
@@ -396,8 +394,6 @@ class RewardModelGrader:
     def detect(self) -> str:
         """The first endpoint in ENDPOINTS that scores a probe; UsageError naming the URL
         when the server cannot be reached or serves none of them."""
-        import httpx
-
         url = redact_url(self.config.root)
         tried: list[str] = []
         headers = self._headers()
@@ -425,10 +421,13 @@ class RewardModelGrader:
                 if resp.status_code < 300:
                     try:
                         values = parse_answer(endpoint, resp.json())
-                        reward_of(values)
                     except (GradingError, ValueError) as exc:
                         tried.append(f"/{endpoint}: {exc}")
                         continue
+                    try:
+                        reward_of(values)
+                    except GradingError as exc:  # the model, not the route: say so now
+                        raise UsageError(f"--reward-base-url {url}: {exc}") from None
                     return endpoint
                 tried.append(
                     f"/{endpoint}: {resp.status_code} "
