@@ -115,6 +115,52 @@ def make_example(rng: random.Random) -> tuple[str, str, int]:
     return question, wrong_answer(rng, question, right), 0
 
 
+@torch.no_grad()
+def policy_samples(
+    policy_dir: str, tok, rng: random.Random, count: int, batch_size: int = 512
+) -> list[tuple[str, str, int]]:
+    """`count` answers sampled from the policy (temperature 1) to problems drawn from MIX,
+    labelled by whether they are right: the verifier recipe of Cobbe et al. (2021), which
+    trains on the generator's own samples so that the reward model learns the mistakes the
+    policy makes, and how often it makes them on each kind of problem."""
+    from transformers import LlamaForCausalLM
+
+    policy = LlamaForCausalLM.from_pretrained(policy_dir, dtype=torch.float32).eval()
+    kinds = [(op, da, db) for op, da, db, _ in MIX]
+    weights = [w for *_, w in MIX]
+    out: list[tuple[str, str, int]] = []
+    while len(out) < count:
+        problems = [
+            make_problem(rng, *rng.choices(kinds, weights=weights)[0])
+            for _ in range(min(batch_size, count - len(out)))
+        ]
+        prompts = [
+            tok.apply_chat_template(
+                [{"role": "user", "content": q}], tokenize=False, add_generation_prompt=True
+            )
+            for q, _ in problems
+        ]
+        ids = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        width = max(len(i) for i in ids)
+        input_ids = torch.full((len(ids), width), tok.pad_token_id, dtype=torch.long)
+        for row, seq in enumerate(ids):  # left padding for generation
+            input_ids[row, width - len(seq) :] = torch.tensor(seq)
+        generated = policy.generate(
+            input_ids=input_ids,
+            attention_mask=input_ids != tok.pad_token_id,
+            do_sample=True,
+            temperature=1.0,
+            top_k=0,
+            max_new_tokens=8,
+            pad_token_id=tok.pad_token_id,
+            eos_token_id=tok.eos_token_id,
+        )
+        for (question, right), seq in zip(problems, generated[:, width:], strict=True):
+            answer = tok.decode(seq, skip_special_tokens=True)
+            out.append((question, answer, int(answer.strip() == right)))
+    return out
+
+
 def encode(tok, question: str, answer: str) -> list[int]:
     """The conversation as the reward model reads it (what vLLM renders for `messages`)."""
     text = tok.apply_chat_template(
@@ -160,6 +206,13 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=1500)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument(
+        "--policy",
+        default=str(ROOT / "sample_data" / "tiny-math"),
+        help="the policy whose sampled answers make half of the examples ('none': only "
+        "synthetic mistakes)",
+    )
+    ap.add_argument("--policy-samples", type=int, default=32768)
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--heads", type=int, default=2)
@@ -172,10 +225,22 @@ def main() -> None:
     rng = random.Random(args.seed)
     eval_rng = random.Random(args.seed + 10_000)
     held_out = [make_example(eval_rng) for _ in range(2000)]
+    tok = build_tokenizer()
+    pool: list[tuple[str, str, int]] = []
+    if args.policy != "none":
+        t0 = time.perf_counter()
+        pool = policy_samples(args.policy, tok, random.Random(args.seed + 1), args.policy_samples)
+        held_out_policy = pool[-2000:]  # never trained on
+        pool = pool[:-2000]
+        right = sum(y for *_, y in pool)
+        print(
+            f"policy samples: {len(pool):,} ({right / len(pool):.1%} right) in "
+            f"{time.perf_counter() - t0:.1f}s",
+            flush=True,
+        )
 
     from transformers import LlamaConfig, LlamaForSequenceClassification
 
-    tok = build_tokenizer()
     vocab_size = 8 * math.ceil(len(tok) / 8)
     if args.hidden // args.heads < 64:
         raise SystemExit("head dimension must be >= 64 (vLLM CPU attention does not do 16/32)")
@@ -217,7 +282,10 @@ def main() -> None:
     t_train = time.perf_counter()
     running = None
     for step in range(args.steps):
-        input_ids, labels = make_batch(tok, [make_example(rng) for _ in range(args.batch_size)])
+        half = args.batch_size // 2 if pool else 0
+        examples = [pool[rng.randrange(len(pool))] for _ in range(half)]
+        examples += [make_example(rng) for _ in range(args.batch_size - half)]
+        input_ids, labels = make_batch(tok, examples)
         for g in opt.param_groups:
             g["lr"] = lr_at(step)
         logits = model(input_ids=input_ids, attention_mask=input_ids != tok.pad_token_id).logits
@@ -234,6 +302,9 @@ def main() -> None:
             )
     train_s = time.perf_counter() - t_train
     accuracy, held_out_auc = evaluate(model, tok, held_out)
+    policy_accuracy, policy_auc = (
+        evaluate(model, tok, held_out_policy) if pool else (math.nan, math.nan)
+    )
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -252,6 +323,8 @@ def main() -> None:
         "final_loss": round(running or 0.0, 4),
         "held_out_accuracy": round(accuracy, 4),
         "held_out_auc": round(held_out_auc, 4),
+        "policy_held_out_accuracy": round(policy_accuracy, 4),
+        "policy_held_out_auc": round(policy_auc, 4),
         "train_seconds": round(train_s, 1),
         "wall_seconds": round(total, 1),
         "cpu_seconds": round(time.process_time(), 1),
