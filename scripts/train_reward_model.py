@@ -71,7 +71,7 @@ def operands(question: str) -> tuple[int, str, int]:
 
 def wrong_answer(rng: random.Random, question: str, right: str) -> str:
     """A plausible wrong answer to `question`: a mistake a weak model makes."""
-    a, op, b = operands(question)
+    a, _, b = operands(question)
     value = int(right)
     for _ in range(100):
         kind = rng.randrange(8)

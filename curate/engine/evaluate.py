@@ -39,8 +39,9 @@ from curate.errors import CurateError, RunError, UsageError
 from curate.store.run_dir import RolloutStore, set_aside_corrupt_shards
 
 if TYPE_CHECKING:
-    from curate.graders.reward_model import RewardModelConfig
     import polars as pl
+
+    from curate.graders.reward_model import RewardModelConfig
 
 
 # The engine's own output (vLLM, torch, their worker processes) goes here in the run

@@ -137,7 +137,9 @@ def check_references(
     """
     if not getattr(grader, "reads_references", True):
         name = getattr(grader, "name", type(grader).__name__)
-        return ReferenceCheck(grader=name, total=len(references), unparsable=0, rejected=0, examples=())
+        return ReferenceCheck(
+            grader=name, total=len(references), unparsable=0, rejected=0, examples=()
+        )
     expected: Callable[[object, SampleContext | None], object] = getattr(
         grader, "expected_answer", lambda reference, context: reference
     )

@@ -73,7 +73,8 @@ def test_rewards_are_stored_with_their_raw_value(
             "expected an http:// or https:// URL",
         ),
         (
-            ("--grader", "reward-model", "--reward-base-url", "http://x", "--reward-endpoint", "rank"),
+            ("--grader", "reward-model", "--reward-base-url", "http://x",
+             "--reward-endpoint", "rank"),
             "--reward-endpoint 'rank': expected one of auto, classify, pooling, score",
         ),
         (

@@ -58,7 +58,11 @@ def grade(grader: RewardModelGrader, completions: list[str], prompt: object = CH
 
 @pytest.mark.parametrize(
     ("served", "found"),
-    [(("classify", "pooling", "score"), "classify"), (("pooling",), "pooling"), (("score",), "score")],
+    [
+        (("classify", "pooling", "score"), "classify"),
+        (("pooling",), "pooling"),
+        (("score",), "score"),
+    ],
 )
 def test_the_first_endpoint_that_scores_a_probe_is_used(
     served: tuple[str, ...], found: str
