@@ -203,7 +203,7 @@ def main() -> None:
         help="output directory (default: sample_data/tiny-reward in the repo)",
     )
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--steps", type=int, default=1500)
+    ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument(
