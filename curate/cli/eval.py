@@ -144,7 +144,8 @@ def eval_cmd(
         typer.Option(
             metavar="SECONDS",
             help="Deadline per call of graders that run in worker processes (math, "
-            "python:, verl, trl:); a call past it is an error row.",
+            "python:, verl, trl:); a call past it is an error row. For --grader code: "
+            "the wall clock of each test case (a case past it is a timeout).",
             rich_help_panel=GRADING,
         ),
     ] = 10.0,
@@ -154,6 +155,26 @@ def eval_cmd(
             metavar="LO:HI",
             help="The range of a continuous reward (python:, verl, trl:, reward-model), "
             "e.g. -1:1: scores are mapped to [0, 1], the raw value kept in raw_score.",
+            show_default=False,
+            rich_help_panel=GRADING,
+        ),
+    ] = None,
+    grader_workers: Annotated[
+        int | None,
+        typer.Option(
+            metavar="N",
+            help="Worker processes of the graders that use them (math, python:, verl, "
+            "trl:), or programs run at once by --grader code (default: min(4, CPUs)).",
+            show_default=False,
+            rich_help_panel=GRADING,
+        ),
+    ] = None,
+    code_score: Annotated[
+        str | None,
+        typer.Option(
+            metavar="all|fraction",
+            help="--grader code: 1 when every test passes (all, the default), or the "
+            "share of tests passed (fraction).",
             show_default=False,
             rich_help_panel=GRADING,
         ),
@@ -468,6 +489,8 @@ def eval_cmd(
         max_bad_references=max_bad_references,
         grader_timeout=grader_timeout,
         score_range=parse_score_range(score_range) if score_range is not None else None,
+        grader_workers=grader_workers,
+        code_score=code_score,
         reward_model=reward_model_config(
             reward_base_url, reward_model, reward_api_key_env, reward_endpoint
         ),

@@ -12,6 +12,8 @@ Specs (the part before the first ``:`` is case-insensitive; the rest is kept ver
 * ``verl`` / ``verl:FILE.py:FUNCTION`` / ``verl:module:function`` (verl's reward
   signature; bare ``verl`` is verl's own default reward routing)
 * ``trl:FILE.py:FUNCTION`` / ``trl:module:function`` (TRL's reward-function signature)
+* ``code``, ``code:score=fraction,memory_mb=2048,nproc=64,fsize_mb=16`` (run the
+  completion's program against the sample's tests in a sandbox; `curate.graders.code`)
 * ``reward-model`` (a sequence-classification reward model behind an HTTP server; its
   URL comes with ``reward_model=RewardModelConfig(...)``)
 
@@ -52,6 +54,8 @@ GRADER_NAMES: tuple[str, ...] = (
     "verl:FILE.py:FUNCTION",
     "trl:FILE.py:FUNCTION",
     "trl:module:function",
+    "code",
+    "code:score=fraction",
     "reward-model",
 )
 
@@ -99,6 +103,13 @@ GRADERS.add(
 )
 
 GRADERS.add(
+    "code",
+    "curate.graders.code:code_grader",
+    help="run the program in the completion against the sample's tests, sandboxed",
+)
+
+
+GRADERS.add(
     "reward-model",
     "curate.graders.reward_model:reward_model_grader",
     help="a reward model served by vLLM (/classify, /pooling or /score): --reward-base-url",
@@ -107,6 +118,14 @@ GRADERS.add(
 
 # The kinds that call a reward function whose scale the user may declare.
 RANGED_KINDS = frozenset({"python", "verl", "trl", "reward-model"})
+# The kinds that read the data as stored (no answer extraction): reward functions, and
+# the code grader, whose "reference" is the sample's tests.
+AS_STORED_KINDS = RANGED_KINDS | {"code"}
+
+
+def grader_kind(spec: str | None) -> str:
+    """The kind a spec names (``"code"`` for ``code:score=fraction``); "" for None."""
+    return (spec or "").partition(":")[0].strip().lower()
 
 
 def _unknown(spec: str) -> UsageError:
