@@ -154,8 +154,8 @@ def eval_cmd(
         str | None,
         typer.Option(
             metavar="LO:HI",
-            help="The range of a continuous reward (python:, verl, trl:), e.g. -1:1: "
-            "scores are mapped to [0, 1], the raw value kept in raw_score.",
+            help="The range of a continuous reward (python:, verl, trl:, reward-model), "
+            "e.g. -1:1: scores are mapped to [0, 1], the raw value kept in raw_score.",
             show_default=False,
             rich_help_panel=GRADING,
         ),
@@ -180,6 +180,45 @@ def eval_cmd(
             rich_help_panel=GRADING,
         ),
     ] = None,
+    reward_base_url: Annotated[
+        str | None,
+        typer.Option(
+            metavar="URL",
+            help="--grader reward-model: the server of a sequence-classification reward "
+            "model, e.g. http://127.0.0.1:8001 (vLLM with --runner pooling).",
+            show_default=False,
+            rich_help_panel=GRADING,
+        ),
+    ] = None,
+    reward_model: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME",
+            help="--grader reward-model: the served model's name. \\[default: the "
+            "server's only model]",
+            show_default=False,
+            rich_help_panel=GRADING,
+        ),
+    ] = None,
+    reward_api_key_env: Annotated[
+        str | None,
+        typer.Option(
+            metavar="VAR",
+            help="--grader reward-model: the environment variable holding the server's "
+            "API key (never the key itself).",
+            show_default=False,
+            rich_help_panel=GRADING,
+        ),
+    ] = None,
+    reward_endpoint: Annotated[
+        str,
+        typer.Option(
+            metavar="auto|classify|pooling|score",
+            help="--grader reward-model: the endpoint to call; auto tries /classify, "
+            "/pooling, /score in turn with one probe.",
+            rich_help_panel=GRADING,
+        ),
+    ] = "auto",
     mode: Annotated[
         ModeChoice | None,
         typer.Option(
@@ -271,7 +310,8 @@ def eval_cmd(
         str | None,
         typer.Option(
             help="exact, numeric, math, choice, regex:PATTERN, python:FILE.py:FUNC, "
-            "verl[:FILE.py:FUNC] or trl:FILE.py:FUNC. \\[default: chosen from the "
+            "verl[:FILE.py:FUNC], trl:FILE.py:FUNC or reward-model (with "
+            "--reward-base-url). \\[default: chosen from the "
             "extracted references: numeric, choice, math or exact]",
             metavar="SPEC",
             show_default=False,
@@ -464,6 +504,9 @@ def eval_cmd(
         grader_workers=grader_workers,
         code_score=code_score,
         shard=parse_shard_option(shard),
+        reward_model=reward_model_config(
+            reward_base_url, reward_model, reward_api_key_env, reward_endpoint
+        ),
     )
     if dry_run:
         _print_dry_run(opts, price_in, price_out, quiet=quiet)
@@ -639,3 +682,28 @@ def _log_to_stderr(name: str) -> None:
     handler._curate = True  # type: ignore[attr-defined]
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
+
+
+def reward_model_config(
+    base_url: str | None, model: str | None, key_env: str | None, endpoint: str
+) -> Any:
+    """The reward model's server from the --reward-* options (None without a URL);
+    UsageError for the other options given without --reward-base-url."""
+    if base_url is None:
+        given = [
+            flag
+            for flag, value in (
+                ("--reward-model", model),
+                ("--reward-api-key-env", key_env),
+                ("--reward-endpoint", None if endpoint == "auto" else endpoint),
+            )
+            if value is not None
+        ]
+        if given:
+            raise UsageError(f"{given[0]} needs --reward-base-url (and --grader reward-model)")
+        return None
+    from curate.graders.reward_model import RewardModelConfig
+
+    return RewardModelConfig(
+        base_url=base_url, model=model, api_key_env=key_env, endpoint=endpoint.lower()
+    )

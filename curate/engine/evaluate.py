@@ -45,6 +45,8 @@ from curate.store.run_dir import RolloutStore, set_aside_corrupt_shards
 if TYPE_CHECKING:
     import polars as pl
 
+    from curate.graders.reward_model import RewardModelConfig
+
 
 # The engine's own output (vLLM, torch, their worker processes) goes here in the run
 # directory, so that the terminal keeps curate's progress and summary.
@@ -109,6 +111,8 @@ class EvalOptions:
     max_bad_references: float = DEFAULT_MAX_BAD_FRACTION
     grader_timeout: float = 10.0
     score_range: tuple[float, float] | None = None
+    # Where `--grader reward-model` finds its server (curate/graders/reward_model.py).
+    reward_model: RewardModelConfig | None = None
     # Worker processes (threads for the code grader) of the graders that use them
     # (None: the default), and the code grader's scoring ("all" or "fraction"; None:
     # what the --grader spec says).
@@ -281,6 +285,7 @@ def _evaluate(
         grader_reason=pf.grader_reason,
         grader_timeout_s=opts.grader_timeout,
         score_range=list(opts.score_range) if opts.score_range is not None else None,
+        reward_model=reward_model_record(grader),
         grader_notes=list(pf.grader_notes) or None,
     )
     # Refuse a mismatched resume before paying for an engine start.
@@ -468,3 +473,10 @@ def _check_resume(
             f"{run_dir}: this run was made with other settings ({'; '.join(diffs)}); "
             "re-run with the original settings to resume, or pass --force-new to start afresh"
         )
+
+
+def reward_model_record(grader: object) -> dict[str, Any] | None:
+    """The manifest's `reward_model` entry for a reward-model grader (None for others):
+    where it was served (without credentials), which model, and the endpoint used."""
+    record = getattr(grader, "manifest_record", None)
+    return record() if callable(record) else None

@@ -304,6 +304,7 @@ def _open(spec: str, opts: EvalOptions) -> Grader:
         spec,
         timeout_s=opts.grader_timeout,
         score_range=opts.score_range,
+        reward_model=opts.reward_model,
         workers=opts.grader_workers,
     )
 

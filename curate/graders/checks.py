@@ -147,7 +147,18 @@ def check_references(
     correct completion holds (verl's lives in ``reward_model.ground_truth``), or
     ``correct_completions(reference, context)`` to give the completions to try itself
     (None: none known, the reference is accepted unchecked; raising: it is unusable).
+    A grader with ``reads_references = False`` (a reward model) has nothing to check:
+    every reference counts as usable.
     """
+    if not getattr(grader, "reads_references", True):
+        name = getattr(grader, "name", type(grader).__name__)
+        return ReferenceCheck(
+            grader=name,
+            total=len(references),
+            unparsable=0,
+            rejected=0,
+            examples=(),
+        )
     expected: Callable[[object, SampleContext | None], object] = getattr(
         grader, "expected_answer", lambda reference, context: reference
     )

@@ -36,6 +36,8 @@ def test_public_api() -> None:
         # Added with issue 14: programs run against the sample's tests.
         "code",
         "code:score=fraction",
+        # Added with issue 14: a reward model served over HTTP.
+        "reward-model",
     )
 
 
