@@ -36,6 +36,7 @@ from curate.engine.runner import EvalResult, run_eval
 from curate.engine.settings import SCORE_KEYS, EvalSettings, score_differences
 from curate.engine.spec import Evaluation
 from curate.errors import CurateError, RunError, UsageError
+from curate.graders.judge import JudgeConfig, judge_settings_of, judge_usage_of, merge_usage
 from curate.store.run_dir import RolloutStore, set_aside_corrupt_shards
 
 if TYPE_CHECKING:
@@ -105,6 +106,8 @@ class EvalOptions:
     max_bad_references: float = DEFAULT_MAX_BAD_FRACTION
     grader_timeout: float = 10.0
     score_range: tuple[float, float] | None = None
+    # `--grader judge`: the judge's settings (its cache goes into the run directory).
+    judge: JudgeConfig | None = None
     # A local engine's own output: to RUN/engine.log (True) or left on fds 1 and 2.
     engine_log: bool = True
 
@@ -141,6 +144,8 @@ class EvalOutcome:
     result: EvalResult
     settings: EvalSettings
     set_aside: list[Path] = field(default_factory=list)  # unreadable shards moved away
+    # The LLM judge's usage this call (calls, cached, tokens, cost), for `--grader judge`.
+    judge_usage: dict[str, Any] | None = None
 
     @property
     def all_failed(self) -> bool:
@@ -261,6 +266,7 @@ def _evaluate(
         grader_reason=pf.grader_reason,
         grader_timeout_s=opts.grader_timeout,
         score_range=list(opts.score_range) if opts.score_range is not None else None,
+        **judge_settings_of(grader),
     )
     # Refuse a mismatched resume before paying for an engine start.
     skip = {"chat_template_sha256"} | ({"mode"} if mode is None else set())
@@ -310,18 +316,32 @@ def _evaluate(
             store.write_samples(frame)
             store.write_manifest(manifest)
             result: EvalResult
-            if policy is None:
-                result = run_eval(store, evaluation, progress=progress)
-            else:
-                result = run_adaptive(store, evaluation, policy, progress=progress)
-                # What the last adaptive pass did, for whoever reads the run later.
-                manifest["adaptive_summary"] = result.summary()
-                store.write_manifest(manifest)
+            try:
+                if policy is None:
+                    result = run_eval(store, evaluation, progress=progress)
+                else:
+                    result = run_adaptive(store, evaluation, policy, progress=progress)
+                    # What the last adaptive pass did, for whoever reads the run later.
+                    manifest["adaptive_summary"] = result.summary()
+            finally:
+                # What the judge cost is kept even when the run stops midway: the
+                # judgements are cached and the tokens paid.
+                usage = judge_usage_of(grader)
+                if usage is not None:
+                    manifest["judge_usage"] = merge_usage((previous or {}).get("judge_usage"), usage)
+                if usage is not None or policy is not None:
+                    store.write_manifest(manifest)
     except KeyboardInterrupt as exc:
         if isinstance(exc, Interrupted):
             raise
         raise Interrupted(run_dir, _stored_count(store)) from exc
-    return EvalOutcome(run_dir=run_dir, result=result, settings=settings, set_aside=set_aside)
+    return EvalOutcome(
+        run_dir=run_dir,
+        result=result,
+        settings=settings,
+        set_aside=set_aside,
+        judge_usage=judge_usage_of(grader),
+    )
 
 
 @contextlib.contextmanager

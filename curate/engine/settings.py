@@ -28,6 +28,7 @@ SCORE_KEYS = (
     "dataset_sha256",
     "reference_extract",
     "score_range",
+    "judge",
 )
 # A run made before reference extraction graded the references as given: its manifest
 # has no `reference_extract`, which compares equal to the extractor "none".
@@ -63,6 +64,10 @@ class EvalSettings:
     grader_reason: str | None = None  # why this grader: "as given" or the automatic choice
     grader_timeout_s: float | None = None
     score_range: list[float] | None = None  # [low, high] of a ranged reward
+    # `--grader judge`: {"model", "rubric_sha256"} (what changes the scores; compared on
+    # resume) and the rest of the judge's settings (rubric path, URL, key variable, price).
+    judge: dict[str, Any] | None = None
+    judge_options: dict[str, Any] | None = None
 
     def manifest(self, *, previous: dict[str, Any] | None = None) -> dict[str, Any]:
         """The manifest body. Secrets never enter it: settings hold no keys."""
@@ -70,6 +75,9 @@ class EvalSettings:
         body = asdict(self)
         body["sampling"] = self.sampling.as_dict()
         policy = body.pop("adaptive")
+        for key in ("judge", "judge_options"):  # only a judged run has them
+            if body[key] is None:
+                del body[key]
         body.update(
             curate_version=__version__,
             created_at=(previous or {}).get("created_at", now),

@@ -252,3 +252,5 @@ class GraderOptions:
     timeout_s: float = 10.0
     score_range: ScoreRange | None = None
     workers: int | None = None
+    # The LLM judge's settings (curate.graders.judge.JudgeConfig), for `judge` only.
+    judge: Any = None

@@ -51,6 +51,8 @@ class ReferenceCheck:
     unparsable: int  # every correct answer was an error row (bad or missing reference)
     rejected: int  # graded, but no correct answer earned full credit
     examples: tuple[BadReference, ...]
+    # Why the check was not made (a grader whose every call is paid: the judge).
+    skipped: str | None = None
 
     @property
     def bad(self) -> int:
@@ -67,6 +69,8 @@ class ReferenceCheck:
     @property
     def summary(self) -> str:
         """One line: the counts, then the first example."""
+        if self.skipped is not None:
+            return f"grader {self.grader!r}: references not checked ({self.skipped})"
         if not self.bad:
             return f"grader {self.grader!r} accepts all {self.total} references"
         text = (
@@ -133,6 +137,15 @@ def check_references(
     grader may define ``expected_answer(reference, context)`` to say which answer its
     correct completion holds (verl's lives in ``reward_model.ground_truth``).
     """
+    if not getattr(grader, "checks_references", True):
+        return ReferenceCheck(
+            grader=getattr(grader, "name", type(grader).__name__),
+            total=len(references),
+            unparsable=0,
+            rejected=0,
+            examples=(),
+            skipped="each check would be a paid call",
+        )
     expected: Callable[[object, SampleContext | None], object] = getattr(
         grader, "expected_answer", lambda reference, context: reference
     )

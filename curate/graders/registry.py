@@ -26,6 +26,7 @@ Each kind is an entry of a `curate.core.registry.Registry`: a factory
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from curate.core.registry import Registry
 from curate.errors import UsageError
@@ -46,6 +47,7 @@ GRADER_NAMES: tuple[str, ...] = (
     "verl:FILE.py:FUNCTION",
     "trl:FILE.py:FUNCTION",
     "trl:module:function",
+    "judge",
 )
 
 GRADERS: Registry[GraderFactory] = Registry("grader", normalise=lambda name: name.strip().lower())
@@ -91,6 +93,13 @@ GRADERS.add(
     help="a TRL reward function f(prompts, completions, **columns) -> list[float | None]",
 )
 
+GRADERS.add(
+    "judge",
+    "curate.graders.judge:judge_grader",
+    help="an LLM judge with a rubric, at any OpenAI-compatible endpoint (--judge-model)",
+    install_hint="pip install 'curate[openai]'",
+)
+
 # The kinds that call a reward function whose scale the user may declare.
 RANGED_KINDS = frozenset({"python", "verl", "trl"})
 
@@ -105,13 +114,15 @@ def get_grader(
     timeout_s: float = 10.0,
     score_range: tuple[float, float] | None = None,
     workers: int | None = None,
+    judge: Any = None,
 ) -> Grader:
     """Build the grader a spec names.
 
     `timeout_s` is the per-call deadline of the graders that run in worker processes
     (math, python, verl, trl); `score_range=(lo, hi)` declares the scale of a continuous
     reward (python, verl, trl), mapped to [0, 1] with the raw value kept; `workers` sets
-    those graders' worker processes. Call `close()` on the grader when done.
+    those graders' worker processes; `judge` (a `curate.graders.judge.JudgeConfig`) is
+    the judge's settings, for `judge` only. Call `close()` on the grader when done.
     """
     spec = spec.strip()
     if not spec:
@@ -125,13 +136,17 @@ def get_grader(
             f"grader {spec!r} scores in [0, 1]; a score range applies to "
             "python:, verl and trl: graders"
         )
+    if judge is not None and kind != "judge":
+        raise UsageError(f"the judge options (--judge-model, ...) apply to --grader judge, not {spec!r}")
     if workers is not None and workers < 1:
         raise UsageError(f"grader {spec!r}: workers must be at least 1, got {workers}")
     try:
         ranged = ScoreRange(*score_range) if score_range is not None else None
     except (TypeError, ValueError) as exc:
         raise UsageError(f"grader {spec!r}: {exc}") from None
-    options = GraderOptions(timeout_s=timeout_s, score_range=ranged, workers=workers)
+    options = GraderOptions(
+        timeout_s=timeout_s, score_range=ranged, workers=workers, judge=judge
+    )
     return GRADERS.get(kind)(spec, argument if sep else None, options)
 
 
