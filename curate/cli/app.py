@@ -15,6 +15,7 @@ from curate import __version__
 from curate.cli import allocate as allocate_cmd
 from curate.cli import eval as eval_cmd
 from curate.cli import filter as filter_cmd
+from curate.cli import grade as grade_cmd
 from curate.cli import plot as plot_cmd
 from curate.cli import report as report_cmd
 
@@ -61,6 +62,7 @@ app.command("report")(report_cmd.report)
 app.command("plot")(plot_cmd.plot)
 app.command("filter")(filter_cmd.filter_samples)
 app.command("allocate")(allocate_cmd.allocate)
+app.command("grade")(grade_cmd.grade_cmd)
 
 
 # Commands that hold nothing needing teardown when they return (their files are
