@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from curate import __version__
+from curate.cli import agree as agree_cmd
 from curate.cli import allocate as allocate_cmd
 from curate.cli import eval as eval_cmd
 from curate.cli import filter as filter_cmd
@@ -63,11 +64,12 @@ app.command("plot")(plot_cmd.plot)
 app.command("filter")(filter_cmd.filter_samples)
 app.command("allocate")(allocate_cmd.allocate)
 app.command("grade")(grade_cmd.grade_cmd)
+app.command("agree")(agree_cmd.agree)
 
 
 # Commands that hold nothing needing teardown when they return (their files are
 # written and renamed by then): the console script ends them with os._exit.
-_FAST_EXIT_COMMANDS = frozenset({"report", "plot", "filter", "allocate"})
+_FAST_EXIT_COMMANDS = frozenset({"report", "plot", "filter", "allocate", "agree"})
 
 
 def main() -> None:
