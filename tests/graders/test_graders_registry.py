@@ -33,6 +33,7 @@ def test_public_api() -> None:
         "verl:FILE.py:FUNCTION",
         "trl:FILE.py:FUNCTION",
         "trl:module:function",
+        "judge",
     )
 
 
