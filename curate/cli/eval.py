@@ -17,6 +17,7 @@ from curate.cli.judge_options import (
     JudgeBaseUrlOpt,
     JudgeConcurrencyOpt,
     JudgeKeyEnvOpt,
+    JudgeMaxTokensOpt,
     JudgeModelOpt,
     JudgePriceOpt,
     RubricOpt,
@@ -403,6 +404,7 @@ def eval_cmd(
     rubric: RubricOpt = None,
     judge_price: JudgePriceOpt = None,
     judge_concurrency: JudgeConcurrencyOpt = None,
+    judge_max_tokens: JudgeMaxTokensOpt = None,
 ) -> None:
     """Run N rollouts per sample, grade them, and store every rollout (resumable)."""
     from curate.engine.adaptive import AdaptiveResult
@@ -451,6 +453,7 @@ def eval_cmd(
             rubric,
             judge_price,
             judge_concurrency,
+            judge_max_tokens,
         ),
     )
     if dry_run:

@@ -12,6 +12,7 @@ from curate.cli.judge_options import (
     JudgeBaseUrlOpt,
     JudgeConcurrencyOpt,
     JudgeKeyEnvOpt,
+    JudgeMaxTokensOpt,
     JudgeModelOpt,
     JudgePriceOpt,
     RubricOpt,
@@ -72,6 +73,7 @@ def grade_cmd(
     rubric: RubricOpt = None,
     judge_price: JudgePriceOpt = None,
     judge_concurrency: JudgeConcurrencyOpt = None,
+    judge_max_tokens: JudgeMaxTokensOpt = None,
 ) -> None:
     """Score a run's stored completions with another grader into a new run (no model)."""
     import math
@@ -92,7 +94,13 @@ def grade_cmd(
         grader_timeout=grader_timeout,
         score_range=parse_score_range(score_range) if score_range is not None else None,
         judge=judge_config(
-            judge_model, judge_base_url, judge_api_key_env, rubric, judge_price, judge_concurrency
+            judge_model,
+            judge_base_url,
+            judge_api_key_env,
+            rubric,
+            judge_price,
+            judge_concurrency,
+            judge_max_tokens,
         ),
         force=force,
     )

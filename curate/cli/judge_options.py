@@ -49,7 +49,7 @@ RubricOpt = Annotated[
     typer.Option(
         "--rubric",
         help="A rubric file with {prompt}, {completion} and {reference}; the judge must "
-        "end with 'SCORE: x/y' or {\"score\": x, \"max\": y}. \\[default: built in]",
+        'end with \'SCORE: x/y\' or {"score": x, "max": y}. \\[default: built in]',
         metavar="PATH",
         show_default=False,
         rich_help_panel=JUDGE,
@@ -76,6 +76,17 @@ JudgeConcurrencyOpt = Annotated[
     ),
 ]
 
+JudgeMaxTokensOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--judge-max-tokens",
+        help="The judge's answer length limit in tokens. \\[default: 512]",
+        metavar="N",
+        show_default=False,
+        rich_help_panel=JUDGE,
+    ),
+]
+
 
 def judge_config(
     model: str | None,
@@ -84,6 +95,7 @@ def judge_config(
     rubric: Path | None,
     price: float | None,
     concurrency: int | None,
+    max_tokens: int | None = None,
 ) -> JudgeConfig | None:
     """The judge's settings from the flags (None when no judge option is given); a judge
     option without --judge-model is a usage error."""
@@ -96,6 +108,7 @@ def judge_config(
         "--rubric": rubric,
         "--judge-price": price,
         "--judge-concurrency": concurrency,
+        "--judge-max-tokens": max_tokens,
     }
     if model is None:
         named = [name for name, value in given.items() if value is not None]
@@ -109,6 +122,7 @@ def judge_config(
         rubric_path=rubric,
         price_per_mtok=price,
         **({"concurrency": concurrency} if concurrency is not None else {}),
+        **({"max_tokens": max_tokens} if max_tokens is not None else {}),
     )
     from curate.graders.judge import load_rubric
 

@@ -41,6 +41,7 @@ from curate.graders.base import (
     one_line,
 )
 from curate.remote import (
+    CONNECTION,
     EndpointDown,
     GaveUp,
     Rejected,
@@ -85,7 +86,7 @@ SCORE: <integer from 0 to 10>/10
 
 # `SCORE: 7/10`, `score: 3.5 / 5`: the last one in the text counts.
 _SCORE_LINE = re.compile(
-    r"SCORE\s*:\s*\**\s*([-+]?\d+(?:\.\d+)?)\s*/\s*([-+]?\d+(?:\.\d+)?)", re.IGNORECASE
+    r"SCORE\s*:\s*\**\s*([-+]?\d+(?:\.\d+)?)\s*\**\s*/\s*([-+]?\d+(?:\.\d+)?)", re.IGNORECASE
 )
 _JSON_OBJECT = re.compile(r"\{[^{}]*\}")
 
@@ -199,6 +200,8 @@ class JudgeConfig:
             raise UsageError(
                 f"--judge-price {self.price_per_mtok:g}: expected a price >= 0 (USD per 1M tokens)"
             )
+        if self.max_tokens < 1:
+            raise UsageError(f"--judge-max-tokens {self.max_tokens}: expected at least 1")
         if not self.timeout > 0:
             raise UsageError(f"--judge-timeout {self.timeout:g}: expected a positive number")
 
@@ -444,6 +447,13 @@ class JudgeGrader:
             ) from None
         except GaveUp as gave_up:
             fault = gave_up.fault
+            if fault.cause == CONNECTION and not caller.answered:
+                # Nothing at that address ever answered: a wrong URL or a server that
+                # is down, not one rollout's problem.
+                raise RunError(
+                    self.scrub(f"cannot reach the judge at {url}: {fault.message}")
+                    + " (point --judge-base-url at a running OpenAI-compatible server)"
+                ) from None
             return error_result(
                 self.scrub(
                     f"judge: {fault.cause}: {fault.message} "
