@@ -107,7 +107,7 @@ def grade_cmd(
     result = regrade(opts)
     print(
         f"{result.out}: {result.rollouts} rollouts from {run}, {result.graded} graded with "
-        f"{grader.strip()!r} in {result.seconds:.1f}s; {result.grader_errors} grader errors, "
+        f"{grader.strip()} in {result.seconds:.1f}s; {result.grader_errors} grader errors, "
         f"{result.generation_errors} generation errors kept"
     )
     from collections import Counter

@@ -146,9 +146,13 @@ def regrade(opts: RegradeOptions, *, say: Any = None) -> RegradeResult:
     if judge is not None:
         judge = replace(judge, cache_path=partial / CACHE_FILE)
     _prepare_partial(partial, opts.out)
-    grader = get_grader(
-        opts.grader, timeout_s=opts.grader_timeout, score_range=opts.score_range, judge=judge
-    )
+    try:
+        grader = get_grader(
+            opts.grader, timeout_s=opts.grader_timeout, score_range=opts.score_range, judge=judge
+        )
+    except BaseException:
+        _abandon(partial)
+        raise
     result = RegradeResult(out=opts.out)
     try:
         contexts = None
@@ -294,7 +298,8 @@ def _prepare_partial(partial: Path, out: Path) -> None:
 
 
 def _abandon(partial: Path) -> None:
-    """Remove a failed build, all but its judge cache."""
+    """Remove a failed build, all but its judge cache (and the directory when that is
+    all there was)."""
     if not partial.is_dir():
         return
     for path in partial.iterdir():
@@ -304,6 +309,8 @@ def _abandon(partial: Path) -> None:
             shutil.rmtree(path, ignore_errors=True)
         else:
             path.unlink(missing_ok=True)
+    if not any(partial.iterdir()):
+        partial.rmdir()
 
 
 def _swap_in(partial: Path, out: Path) -> None:
