@@ -52,6 +52,9 @@ class FakeJudge:
 def _handler(judge: FakeJudge) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body go out in two writes: without TCP_NODELAY the body waits
+        # for the client's delayed ACK (~40 ms), which would swamp the set latency.
+        disable_nagle_algorithm = True
 
         def log_message(self, *args: Any) -> None:  # quiet
             pass
