@@ -80,8 +80,8 @@ def main() -> int:
             assert calls == 0, "a warm cache pays for nothing"
             timings["warm cache"].append(seconds)
     print(
-        f"judge benchmark: {n} distinct judgements, fake judge latency {args.latency * 1000:.0f} ms, "
-        f"median of {args.repeats}"
+        f"judge benchmark: {n} distinct judgements, fake judge latency "
+        f"{args.latency * 1000:.0f} ms, median of {args.repeats}"
     )
     rates = {}
     for label, values in timings.items():

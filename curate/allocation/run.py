@@ -47,8 +47,9 @@ class RolloutPlan:
 
     def variance_ratio(self) -> float:
         """The plan's gradient-variance proxy sum sigma~^2/n (DynaMO's yardstick: p~(1-p~)
-        on 0/1 scores, the shrunk reward variance on continuous ones) over that of spreading the same budget evenly over the same
-        samples: below 1 is better than uniform."""
+        on 0/1 scores, the shrunk reward variance on continuous ones) over that of
+        spreading the same budget evenly over the same samples: below 1 is better than
+        uniform."""
         import numpy as np
 
         counts = self.frame["planned_rollouts"].to_numpy()

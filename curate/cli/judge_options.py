@@ -115,14 +115,15 @@ def judge_config(
         if named:
             raise UsageError(f"{', '.join(named)} need --judge-model (and --grader judge)")
         return None
+    defaults = JudgeConfig(model=model)
     config = JudgeConfig(
         model=model,
         base_url=base_url,
         api_key_env=key_env or DEFAULT_KEY_ENV,
         rubric_path=rubric,
         price_per_mtok=price,
-        **({"concurrency": concurrency} if concurrency is not None else {}),
-        **({"max_tokens": max_tokens} if max_tokens is not None else {}),
+        concurrency=concurrency if concurrency is not None else defaults.concurrency,
+        max_tokens=max_tokens if max_tokens is not None else defaults.max_tokens,
     )
     from curate.graders.judge import load_rubric
 

@@ -328,7 +328,9 @@ def _evaluate(
                 # judgements are cached and the tokens paid.
                 usage = judge_usage_of(grader)
                 if usage is not None:
-                    manifest["judge_usage"] = merge_usage((previous or {}).get("judge_usage"), usage)
+                    manifest["judge_usage"] = merge_usage(
+                        (previous or {}).get("judge_usage"), usage
+                    )
                 if usage is not None or policy is not None:
                     store.write_manifest(manifest)
     except KeyboardInterrupt as exc:

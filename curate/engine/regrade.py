@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from curate.core.prompts import Mode
 from curate.data.samples import FieldMap, build_prompts, references_by_id
 from curate.engine.runner import GRADER_ERROR_PREFIX, sample_contexts
 from curate.errors import InputError, UsageError
@@ -84,9 +85,9 @@ def check_target(opts: RegradeOptions) -> None:
         return
     previous = RolloutStore(out).previous_manifest() if (out / "manifest.json").is_file() else None
     origin = (previous or {}).get("regraded_from") or {}
-    if origin.get("run") == str(src) and previous is not None:
-        if previous.get("grader") == opts.grader.strip():
-            return  # the same re-grade again: rewritten (the judge's cache makes it cheap)
+    same_source = origin.get("run") == str(src) and previous is not None
+    if same_source and (previous or {}).get("grader") == opts.grader.strip():
+        return  # the same re-grade again: rewritten (the judge's cache makes it cheap)
     raise UsageError(
         f"--out {opts.out}: already holds another run; choose a new directory or pass "
         "--force to replace it"
@@ -157,7 +158,7 @@ def regrade(opts: RegradeOptions, *, say: Any = None) -> RegradeResult:
     try:
         contexts = None
         if needs_context(grader):
-            mode = manifest.get("mode") if manifest.get("mode") in ("chat", "completion") else "chat"
+            mode: Mode = "completion" if manifest.get("mode") == "completion" else "chat"
             prompts = dict(
                 zip(
                     samples["sample_id"].to_list(),

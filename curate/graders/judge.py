@@ -324,8 +324,7 @@ class JudgeGrader:
         if not key:
             if config.api_key_env != DEFAULT_KEY_ENV:
                 raise UsageError(
-                    f"--judge-api-key-env: the environment variable {config.api_key_env} is "
-                    "not set"
+                    f"--judge-api-key-env: the environment variable {config.api_key_env} is not set"
                 )
             key = "EMPTY"  # local servers want some key; the SDK refuses none
         self._key = Secret(key)
@@ -526,8 +525,8 @@ __all__ = [
     "judge_grader",
     "judge_settings_of",
     "judge_usage_of",
-    "merge_usage",
     "load_rubric",
+    "merge_usage",
     "parse_verdict",
     "verdict_result",
 ]

@@ -137,16 +137,16 @@ def get_grader(
             "python:, verl and trl: graders"
         )
     if judge is not None and kind != "judge":
-        raise UsageError(f"the judge options (--judge-model, ...) apply to --grader judge, not {spec!r}")
+        raise UsageError(
+            f"the judge options (--judge-model, ...) apply to --grader judge, not {spec!r}"
+        )
     if workers is not None and workers < 1:
         raise UsageError(f"grader {spec!r}: workers must be at least 1, got {workers}")
     try:
         ranged = ScoreRange(*score_range) if score_range is not None else None
     except (TypeError, ValueError) as exc:
         raise UsageError(f"grader {spec!r}: {exc}") from None
-    options = GraderOptions(
-        timeout_s=timeout_s, score_range=ranged, workers=workers, judge=judge
-    )
+    options = GraderOptions(timeout_s=timeout_s, score_range=ranged, workers=workers, judge=judge)
     return GRADERS.get(kind)(spec, argument if sep else None, options)
 
 

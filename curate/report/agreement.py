@@ -121,8 +121,8 @@ def render_agreement_table(r: RunAgreement, console: Console) -> None:
         changed.add_column("sample")
         changed.add_column("first")
         changed.add_column("second")
-        for c in a.changes[:SHOWN_CHANGES]:
-            changed.add_row(c.sample_id, _label(c.before), _label(c.after))
+        for change in a.changes[:SHOWN_CHANGES]:
+            changed.add_row(change.sample_id, _label(change.before), _label(change.after))
         console.print(changed)
         if len(a.changes) > SHOWN_CHANGES:
             console.print(f"{len(a.changes) - SHOWN_CHANGES} more: --format json lists all")

@@ -38,9 +38,7 @@ DEFAULT_DELTA = 0.05
 def check_objective(objective: str, delta: float) -> None:
     """UsageError unless the objective is known and 0 < delta < 0.5."""
     if objective not in WEIGHT_KINDS:
-        raise UsageError(
-            f"unknown objective '{objective}' (choose from {', '.join(WEIGHT_KINDS)})"
-        )
+        raise UsageError(f"unknown objective '{objective}' (choose from {', '.join(WEIGHT_KINDS)})")
     if not (0.0 < delta < 0.5) or math.isnan(delta):
         raise UsageError(f"--weight-delta must be in (0, 0.5) (got {delta})")
 

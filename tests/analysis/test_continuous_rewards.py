@@ -63,9 +63,11 @@ def test_report_counts_match_the_definition(continuous: Path) -> None:
 
 def test_allocate_neyman_follows_the_reward_spread(continuous: Path) -> None:
     plan = plan_rollouts(continuous, 600, zero_signal="rate").frame
-    by_kind = plan.with_columns(pl.col("sample_id").str.slice(-1).alias("kind")).group_by(
-        "kind"
-    ).agg(pl.col("planned_rollouts").mean())
+    by_kind = (
+        plan.with_columns(pl.col("sample_id").str.slice(-1).alias("kind"))
+        .group_by("kind")
+        .agg(pl.col("planned_rollouts").mean())
+    )
     mean = dict(by_kind.iter_rows())
     # Uniform rewards (kind 2) spread most, then {0, .25, .5}, then {.4, .6}; the
     # constant samples (kinds 0 and 3) get the least. On the full-credit rate all of
@@ -78,7 +80,9 @@ def test_allocate_neyman_follows_the_reward_spread(continuous: Path) -> None:
 
 
 def test_binary_runs_allocate_as_before(tmp_path: Path) -> None:
-    rows = [(f"b{s}", r, float((s * 7 + r) % (s % 4 + 2) == 0)) for s in range(40) for r in range(8)]
+    rows = [
+        (f"b{s}", r, float((s * 7 + r) % (s % 4 + 2) == 0)) for s in range(40) for r in range(8)
+    ]
     path = tmp_path / "binary.parquet"
     pl.DataFrame(rows, schema=["sample_id", "run_idx", "score"], orient="row").write_parquet(path)
     plan = plan_rollouts(path, 400).frame

@@ -9,7 +9,6 @@ import polars as pl
 import pytest
 
 from curate.store.run_dir import RolloutStore
-
 from tests.cli.conftest import HIGH_VARIANCE
 from tests.conftest import Result
 

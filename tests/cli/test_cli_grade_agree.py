@@ -56,10 +56,25 @@ def test_grade_then_agree(cli: Callable[..., Result], run: Path, tmp_path: Path)
     agreed = cli("agree", run, out, "--format", "json")
     assert agreed.exit_code == 0, agreed.stderr
     body = json.loads(agreed.stdout)
-    for key in ("first", "second", "pairs", "only_first", "only_second", "neither",
-                "binary_scores", "confusion", "observed_agreement", "cohen_kappa", "spearman",
-                "exact_agreement", "mean_score", "mean_abs_difference", "samples", "outcomes",
-                "changed_samples"):
+    for key in (
+        "first",
+        "second",
+        "pairs",
+        "only_first",
+        "only_second",
+        "neither",
+        "binary_scores",
+        "confusion",
+        "observed_agreement",
+        "cohen_kappa",
+        "spearman",
+        "exact_agreement",
+        "mean_score",
+        "mean_abs_difference",
+        "samples",
+        "outcomes",
+        "changed_samples",
+    ):
         assert key in body
     assert body["first"]["grader"] == "numeric" and body["second"]["grader"] == "regex:^(\\d+)$"
     assert body["pairs"] == 36 and body["binary_scores"] is True
@@ -78,9 +93,25 @@ def test_eval_with_a_judge_reports_its_tokens_and_resumes_from_the_cache(
 ) -> None:
     out = tmp_path / "judged"
     with serve_judge(FakeJudge()) as judge:
-        args = ["eval", data, "--backend", "fake", "--model", "m", "--grader", "judge",
-                "--judge-model", "jm", "--judge-base-url", judge.url, "--judge-price", "3",
-                "--out", out, "--quiet"]
+        args = [
+            "eval",
+            data,
+            "--backend",
+            "fake",
+            "--model",
+            "m",
+            "--grader",
+            "judge",
+            "--judge-model",
+            "jm",
+            "--judge-base-url",
+            judge.url,
+            "--judge-price",
+            "3",
+            "--out",
+            out,
+            "--quiet",
+        ]
         first = cli(*args, "-n", 2)
         assert first.exit_code == 0, first.stderr
         assert "tokens: policy" in first.stdout and "judge" in first.stdout
@@ -106,10 +137,14 @@ def test_eval_with_a_judge_reports_its_tokens_and_resumes_from_the_cache(
         (["--grader", "judge", "--judge-model", "m", "--rubric", "missing.txt"], "--rubric"),
         (["--grader", "numeric", "--rubric", "r.txt"], "need --judge-model"),
         (["--grader", "judge", "--judge-model", "m", "--judge-price", "-1"], "--judge-price"),
-        (["--grader", "judge", "--judge-model", "m", "--judge-concurrency", "0"],
-         "--judge-concurrency"),
-        (["--grader", "judge", "--judge-model", "m", "--judge-base-url", "ftp://x"],
-         "--judge-base-url"),
+        (
+            ["--grader", "judge", "--judge-model", "m", "--judge-concurrency", "0"],
+            "--judge-concurrency",
+        ),
+        (
+            ["--grader", "judge", "--judge-model", "m", "--judge-base-url", "ftp://x"],
+            "--judge-base-url",
+        ),
         (["--grader", "numeric", "--score-range", "1:0"], "--score-range"),
         (["--grader", "numeric", "--grader-timeout", "0"], "--grader-timeout"),
         (["--grader", "nope"], "unknown grader"),
@@ -151,9 +186,7 @@ def test_eval_judge_bad_options_write_nothing(
     assert not out.exists()
 
 
-def test_agree_needs_shared_rollouts(
-    cli: Callable[..., Result], run: Path, tmp_path: Path
-) -> None:
+def test_agree_needs_shared_rollouts(cli: Callable[..., Result], run: Path, tmp_path: Path) -> None:
     table = tmp_path / "other.csv"
     pl.DataFrame({"sample_id": ["zz"], "run_idx": [0], "score": [1.0]}).write_csv(table)
     _one_line_exit_2(cli("agree", run, table), "in common")
@@ -165,7 +198,9 @@ def test_filter_weights_std(cli: Callable[..., Result], run: Path, tmp_path: Pat
     assert result.exit_code == 0, result.stderr
     rows = pl.read_ndjson(out)
     per_sample = (
-        RolloutStore(run).rollouts().group_by("sample_id")
+        RolloutStore(run)
+        .rollouts()
+        .group_by("sample_id")
         .agg(pl.col("score").std(ddof=0).alias("std"))
     )
     joined = rows.join(per_sample, on="sample_id")

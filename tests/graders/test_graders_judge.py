@@ -13,6 +13,7 @@ pytest.importorskip("openai")
 from curate.errors import RunError, UsageError
 from curate.graders import get_grader
 from curate.graders.base import grade
+from curate.graders.checks import check_references
 from curate.graders.judge import (
     CACHE_FILE,
     DEFAULT_RUBRIC,
@@ -26,7 +27,6 @@ from curate.graders.judge import (
     parse_verdict,
     verdict_result,
 )
-from curate.graders.checks import check_references
 from tests.graders.fake_judge import FakeJudge, serve_judge
 
 KEY = "sk-judge-test-KEY-0123456789"
@@ -83,7 +83,7 @@ def test_load_rubric(tmp_path: Path) -> None:
     assert load_rubric(None) == DEFAULT_RUBRIC
     for name in ("prompt", "completion", "reference"):
         assert "{" + name + "}" in DEFAULT_RUBRIC
-    with pytest.raises(UsageError, match="--rubric .*no such file"):
+    with pytest.raises(UsageError, match=r"--rubric .*no such file"):
         load_rubric(tmp_path / "missing.txt")
     bad = tmp_path / "bad.txt"
     bad.write_text("Grade {prompt} against {reference}.")
@@ -124,8 +124,12 @@ def test_cache_skips_a_torn_line_and_appends_after_it(tmp_path: Path) -> None:
     cache.put("c", "SCORE: 2/2", 11, 3)
     again = JudgeCache(path)
     assert set(again.entries) == {"a", "c"}
-    assert again.get("c") == {"key": "c", "text": "SCORE: 2/2", "prompt_tokens": 11,
-                              "completion_tokens": 3}
+    assert again.get("c") == {
+        "key": "c",
+        "text": "SCORE: 2/2",
+        "prompt_tokens": 11,
+        "completion_tokens": 3,
+    }
 
 
 def test_cache_key_covers_every_input() -> None:
@@ -190,8 +194,10 @@ def test_judge_grades_caches_and_never_writes_the_key(
         assert judge.requests == 3 and not judge.messages[-1].startswith("You are grading")
     text = (tmp_path / CACHE_FILE).read_text()
     assert KEY not in text and len(text.splitlines()) == 3
-    assert all(set(json.loads(line)) == {"key", "text", "prompt_tokens", "completion_tokens"}
-               for line in text.splitlines())
+    assert all(
+        set(json.loads(line)) == {"key", "text", "prompt_tokens", "completion_tokens"}
+        for line in text.splitlines()
+    )
 
 
 def test_judge_json_verdicts_and_unparsable_answers(tmp_path: Path) -> None:
@@ -251,7 +257,13 @@ def test_judge_is_not_self_checked_against_references(tmp_path: Path) -> None:
 
 def test_merge_usage_adds_sessions() -> None:
     first = {"calls": 3, "cached": 0, "prompt_tokens": 30, "completion_tokens": 6, "cost_usd": 0.1}
-    second = {"calls": 1, "cached": 3, "prompt_tokens": 10, "completion_tokens": 2, "cost_usd": 0.05}
+    second = {
+        "calls": 1,
+        "cached": 3,
+        "prompt_tokens": 10,
+        "completion_tokens": 2,
+        "cost_usd": 0.05,
+    }
     merged = merge_usage(first, second)
     assert merged == {
         "calls": 4,

@@ -54,8 +54,16 @@ def data(tmp_path: Path) -> Path:
 
 def _judge_flags(server: VLLMServer, rubric: Path) -> list[object]:
     return [
-        "--judge-model", MODEL, "--judge-base-url", server.base_url,
-        "--judge-api-key-env", KEY_ENV, "--rubric", rubric, "--judge-max-tokens", 12,
+        "--judge-model",
+        MODEL,
+        "--judge-base-url",
+        server.base_url,
+        "--judge-api-key-env",
+        KEY_ENV,
+        "--rubric",
+        rubric,
+        "--judge-max-tokens",
+        12,
     ]
 
 
@@ -102,9 +110,26 @@ def test_eval_with_policy_and_judge_on_the_real_server(
     rubric.write_text(RUBRIC)
     out = tmp_path / "run"
     result = invoke_curate(
-        "eval", data, "--backend", "openai", "--model", MODEL, "--base-url", server.base_url,
-        "--api-key-env", KEY_ENV, "-n", 2, "--max-tokens", 8, "--out", out, "--quiet",
-        "--grader", "judge", *_judge_flags(server, rubric),
+        "eval",
+        data,
+        "--backend",
+        "openai",
+        "--model",
+        MODEL,
+        "--base-url",
+        server.base_url,
+        "--api-key-env",
+        KEY_ENV,
+        "-n",
+        2,
+        "--max-tokens",
+        8,
+        "--out",
+        out,
+        "--quiet",
+        "--grader",
+        "judge",
+        *_judge_flags(server, rubric),
         env={KEY_ENV: KEY},
     )
     # Every rollout's judgement is unparsable: the grading watch stops the run (exit 1)

@@ -18,8 +18,14 @@ def _rows(scores: dict[str, list[float | None]]) -> pl.DataFrame:
         for i, s in enumerate(values)
     ]
     return pl.DataFrame(
-        rows, schema={"sample_id": pl.String, "run_idx": pl.Int32, "score": pl.Float64,
-                      "error": pl.String}, orient="row"
+        rows,
+        schema={
+            "sample_id": pl.String,
+            "run_idx": pl.Int32,
+            "score": pl.Float64,
+            "error": pl.String,
+        },
+        orient="row",
     )
 
 
@@ -50,8 +56,12 @@ def test_binary_agreement_table_and_outcome_changes() -> None:
     assert result.binary
     assert (result.pairs, result.only_first, result.only_second, result.neither) == (14, 1, 1, 0)
     # Pairs: a 3 agree-pass + 1 first-only; b 2+2 agree; c 3 agree-fail + 1 second-only; d 2 pass.
-    assert (result.both_pass, result.first_only_pass, result.second_only_pass,
-            result.both_fail) == (7, 1, 1, 5)
+    assert (
+        result.both_pass,
+        result.first_only_pass,
+        result.second_only_pass,
+        result.both_fail,
+    ) == (7, 1, 1, 5)
     assert result.kappa == pytest.approx(cohen_kappa(7, 1, 1, 5))
     changed = {c.sample_id: (c.before, c.after) for c in result.changes}
     assert changed == {
@@ -69,8 +79,10 @@ def test_continuous_agreement() -> None:
     result = agreement(first, second)
     assert not result.binary
     assert result.spearman == pytest.approx(
-        spearman(pl.Series([0.2, 0.4, 0.6, 0.8, 0.5, 0.5, 0.5, 0.5]),
-                 pl.Series([0.1, 0.3, 0.7, 0.9, 0.5, 0.5, 0.5, 1.0]))
+        spearman(
+            pl.Series([0.2, 0.4, 0.6, 0.8, 0.5, 0.5, 0.5, 0.5]),
+            pl.Series([0.1, 0.3, 0.7, 0.9, 0.5, 0.5, 0.5, 1.0]),
+        )
     )
     assert result.exact_agreement == pytest.approx(3 / 8)
     assert result.mean_abs_difference == pytest.approx((0.1 * 4 + 0.5) / 8)
