@@ -45,7 +45,7 @@ def overview_rows(r: RunAgreement) -> list[tuple[str, str]]:
         ("Spearman rank correlation", _num(a.spearman)),
         ("identical scores", _num(a.exact_agreement, ".1%")),
         ("mean score", f"{_num(a.mean_first)} -> {_num(a.mean_second)}"),
-        ("mean |difference|", _num(a.mean_abs_difference)),
+        ("mean absolute difference", _num(a.mean_abs_difference)),
         ("samples whose outcome changes", f"{len(a.changes):,} of {a.samples:,}"),
     ]
 
