@@ -82,6 +82,10 @@ def test_grade_then_agree(cli: Callable[..., Result], run: Path, tmp_path: Path)
     assert "Cohen's kappa" in table.stdout and "pass/fail" in table.stdout
     markdown = cli("agree", run, out, "--format", "markdown")
     assert markdown.stdout.startswith("## curate agree")
+    # Every row of the figures table has exactly its two cells (no stray pipe in a label).
+    figures = [line for line in markdown.stdout.split("\n\n")[2].splitlines()]
+    assert figures[0] == "| figure | value |"
+    assert all(line.count("|") == 3 for line in figures)
     # One number per label: the kappa the table shows is the JSON's.
     kappa = body["cohen_kappa"]
     shown = "n/a" if kappa is None else f"{kappa:.3f}"
