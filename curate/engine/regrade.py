@@ -96,6 +96,12 @@ def check_target(opts: RegradeOptions) -> None:
 
 def _source(opts: RegradeOptions) -> tuple[RolloutStore, dict[str, Any], pl.DataFrame]:
     store = RolloutStore(opts.source)
+    if opts.source.is_file():
+        raise InputError(
+            "a score table holds no completions: re-grading needs a run directory from "
+            "`curate eval`",
+            path=opts.source,
+        )
     if not opts.source.is_dir():
         raise InputError("no such run directory", path=opts.source)
     if not store.exists():
@@ -111,10 +117,10 @@ def _source(opts: RegradeOptions) -> tuple[RolloutStore, dict[str, Any], pl.Data
     return store, manifest, samples
 
 
-def _fields(manifest: dict[str, Any]) -> FieldMap:
+def _fields(manifest: dict[str, Any], where: Path) -> FieldMap:
     answer = manifest.get("answer_field")
     if not isinstance(answer, str):
-        raise InputError("the manifest names no answer_field", path="manifest.json")
+        raise InputError("names no answer_field: cannot read the references", path=where)
     return FieldMap(
         prompt_field=manifest.get("prompt_field"),
         messages_field=manifest.get("messages_field"),
@@ -135,7 +141,7 @@ def regrade(opts: RegradeOptions, *, say: Any = None) -> RegradeResult:
     started = time.perf_counter()
     store, manifest, samples = _source(opts)  # a bad source before a bad target
     check_target(opts)
-    fields = _fields(manifest)
+    fields = _fields(manifest, store.manifest_path)
     raw = references_by_id(samples, fields)
     references = extract_references(raw, _extract_mode(manifest)).references
     rollouts = store.rollouts() if store.shard_paths() else None

@@ -106,6 +106,10 @@ def test_regrade_refuses_to_overwrite_another_run(source: Path, tmp_path: Path) 
 def test_regrade_bad_source(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no such run directory"):
         regrade(_opts(tmp_path / "missing", tmp_path / "out"))
+    table = tmp_path / "scores.csv"
+    table.write_text("sample_id,score\na,1\n")
+    with pytest.raises(InputError, match="score table holds no completions"):
+        regrade(_opts(table, tmp_path / "out"))
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match="not a run directory"):
         regrade(_opts(tmp_path / "empty", tmp_path / "out"))
