@@ -99,12 +99,12 @@ def cohen_kappa(both: int, first_only: int, second_only: int, neither: int) -> f
 
 
 def spearman(first: pl.Series, second: pl.Series) -> float:
-    """Spearman's rho: Pearson's correlation of average ranks; NaN for fewer than two
-    pairs or a constant side."""
+    """Spearman's rho (polars': Pearson's correlation of average ranks); NaN for fewer
+    than two pairs or a constant side."""
     if first.len() < 2:
         return math.nan
-    frame = pl.DataFrame({"a": first.rank("average"), "b": second.rank("average")})
-    value = frame.select(pl.corr("a", "b")).item()
+    frame = pl.DataFrame({"a": first, "b": second})
+    value = frame.select(pl.corr("a", "b", method="spearman")).item()
     return math.nan if value is None or not math.isfinite(value) else float(value)
 
 
