@@ -154,7 +154,8 @@ def eval_cmd(
         typer.Option(
             metavar="SECONDS",
             help="Deadline per call of graders that run in worker processes (math, "
-            "python:, verl, trl:); a call past it is an error row.",
+            "python:, verl, trl:); a call past it is an error row. For --grader code: "
+            "the wall clock of each test case (a case past it is a timeout).",
             rich_help_panel=GRADING,
         ),
     ] = 10.0,
@@ -164,6 +165,26 @@ def eval_cmd(
             metavar="LO:HI",
             help="The range of a continuous reward (python:, verl, trl:), e.g. -1:1: "
             "scores are mapped to [0, 1], the raw value kept in raw_score.",
+            show_default=False,
+            rich_help_panel=GRADING,
+        ),
+    ] = None,
+    grader_workers: Annotated[
+        int | None,
+        typer.Option(
+            metavar="N",
+            help="Worker processes of the graders that use them (math, python:, verl, "
+            "trl:), or programs run at once by --grader code (default: min(4, CPUs)).",
+            show_default=False,
+            rich_help_panel=GRADING,
+        ),
+    ] = None,
+    code_score: Annotated[
+        str | None,
+        typer.Option(
+            metavar="all|fraction",
+            help="--grader code: 1 when every test passes (all, the default), or the "
+            "share of tests passed (fraction).",
             show_default=False,
             rich_help_panel=GRADING,
         ),
@@ -455,6 +476,8 @@ def eval_cmd(
             judge_concurrency,
             judge_max_tokens,
         ),
+        grader_workers=grader_workers,
+        code_score=code_score,
     )
     if dry_run:
         _print_dry_run(opts, price_in, price_out, quiet=quiet)

@@ -24,6 +24,7 @@ from curate.backends.registry import backend_options, open_backend
 from curate.core.prompts import Mode
 from curate.core.sampling import SamplingConfig
 from curate.data.samples import (
+    ANSWER_FIELDS,
     FieldMap,
     file_sha256,
     load_samples,
@@ -37,6 +38,7 @@ from curate.engine.settings import SCORE_KEYS, EvalSettings, score_differences
 from curate.engine.spec import Evaluation
 from curate.errors import CurateError, RunError, UsageError
 from curate.graders.judge import JudgeConfig, judge_settings_of, judge_usage_of, merge_usage
+from curate.graders.registry import grader_kind
 from curate.store.run_dir import RolloutStore, set_aside_corrupt_shards
 
 if TYPE_CHECKING:
@@ -108,6 +110,11 @@ class EvalOptions:
     score_range: tuple[float, float] | None = None
     # `--grader judge`: the judge's settings (its cache goes into the run directory).
     judge: JudgeConfig | None = None
+    # Worker processes (threads for the code grader) of the graders that use them
+    # (None: the default), and the code grader's scoring ("all" or "fraction"; None:
+    # what the --grader spec says).
+    grader_workers: int | None = None
+    code_score: str | None = None
     # A local engine's own output: to RUN/engine.log (True) or left on fds 1 and 2.
     engine_log: bool = True
 
@@ -173,7 +180,13 @@ def local_chat_template(model: str) -> bool | None:
 
 
 def load_eval_samples(opts: EvalOptions) -> tuple[pl.DataFrame, FieldMap]:
-    """The samples `opts` names, with their fields resolved and a `sample_id` each."""
+    """The samples `opts` names, with their fields resolved and a `sample_id` each.
+    For the code grader the "answer" is the tests column (test, test_list, ...)."""
+    answer_names: tuple[str, ...] = ANSWER_FIELDS
+    if grader_kind(opts.grader) == "code":
+        from curate.graders.code import TEST_FIELDS
+
+        answer_names = (*TEST_FIELDS, *ANSWER_FIELDS)
     return load_samples(
         opts.data,
         limit=opts.limit,
@@ -182,6 +195,7 @@ def load_eval_samples(opts: EvalOptions) -> tuple[pl.DataFrame, FieldMap]:
         answer_field=opts.answer_field,
         id_field=opts.id_field,
         template=opts.template,
+        answer_names=answer_names,
     )
 
 
@@ -267,6 +281,7 @@ def _evaluate(
         grader_timeout_s=opts.grader_timeout,
         score_range=list(opts.score_range) if opts.score_range is not None else None,
         **judge_settings_of(grader),
+        grader_notes=list(pf.grader_notes) or None,
     )
     # Refuse a mismatched resume before paying for an engine start.
     skip = {"chat_template_sha256"} | ({"mode"} if mode is None else set())

@@ -68,6 +68,9 @@ class EvalSettings:
     # resume) and the rest of the judge's settings (rubric path, URL, key variable, price).
     judge: dict[str, Any] | None = None
     judge_options: dict[str, Any] | None = None
+    # The grader's own start lines (the code grader: test layouts, sandbox, limits), so a
+    # run says what fenced its programs. Not a score key: the machine may change.
+    grader_notes: list[str] | None = None
 
     def manifest(self, *, previous: dict[str, Any] | None = None) -> dict[str, Any]:
         """The manifest body. Secrets never enter it: settings hold no keys."""

@@ -33,7 +33,10 @@ def test_public_api() -> None:
         "verl:FILE.py:FUNCTION",
         "trl:FILE.py:FUNCTION",
         "trl:module:function",
+        # Added with issue 14: an LLM judge; programs run against the sample's tests.
         "judge",
+        "code",
+        "code:score=fraction",
     )
 
 
