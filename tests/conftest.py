@@ -166,3 +166,26 @@ def vllm_backend() -> Iterator[object]:
 
     with open_vllm(str(TINY_MODEL), seed=0, **TEST_ENGINE_OPTIONS) as backend:
         yield backend
+
+
+# The real vLLM OpenAI-compatible server's key: one server (with this key) for the whole
+# session, shared by the backend tests and the judge tests.
+VLLM_SERVER_KEY = "sk-vllm-test-KEY-5f0c1d2e3a4b"
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """`vllm.entrypoints.openai.api_server` on the tiny model, with VLLM_SERVER_KEY, for
+    the whole session (killed with its process group); on 127.0.0.1 only."""
+    pytest.importorskip("vllm")
+    from tests.backends.fault_proxy import VLLMServer
+
+    if not (TINY_MODEL / "config.json").is_file():
+        pytest.skip(f"{TINY_MODEL} is not there yet")
+    log = tmp_path_factory.mktemp("vllm") / "server.log"
+    server = VLLMServer(str(TINY_MODEL), api_key=VLLM_SERVER_KEY, log_path=log)
+    server.start(timeout=300)
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -14,6 +14,15 @@ the minimum ("min"), or leave the plan ("drop"). Only "rate" minimises the varia
 proxy over all samples: a closed gate in a short pilot does not mean sigma = 0, and at
 the minimum those samples dominate sum sigma^2 / n (benchmarks/bench_allocate.py
 prints by how much, on simulated populations and on real runs).
+
+Continuous rewards (partial credit, a judge's 7/10): sigma is the reward's own standard
+deviation, not the Bernoulli one of the full-credit rate (which is near 0 for a sample
+that never earns full credit however much its rewards differ). Neyman then uses
+sigma~_i^2 = (n_i v_i + v_bar) / (n_i + 1), the sample's population variance v_i shrunk
+by one pseudo-rollout toward the mean variance v_bar of the scored samples, so a sample
+whose rewards were all equal in the pilot keeps a small non-zero sigma (the "rate" rule's
+reasoning, for rewards). `reward_std` is that sigma~ (the Bernoulli std on 0/1 runs),
+and the plan's variance proxy reads it.
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ PLAN_COLUMNS = (
     "pass_rate",
     "smoothed_pass_rate",
     "bernoulli_std",
+    "reward_std",
     "zero_signal",
     "category",
 )
@@ -80,12 +90,15 @@ def allocate(
     max_runs: int | None = None,
     zero_signal: str = DEFAULT_ZERO_SIGNAL,
     prior: BetaPrior | None = None,
+    binary: bool | None = None,
 ) -> pl.DataFrame:
     """The plan: one row per sample (sorted by id) with `planned_rollouts` summing to `budget`.
 
     `per_sample` is `analyze(...).per_sample` (sample_id, n_rollouts, successes,
     pass_rate, smoothed_pass_rate, variance, category). Samples without a scored
     rollout take the prior mean (or the mean smoothed rate) and count as having signal.
+    `binary`: whether the scores are 0/1 (None: every scored sample's mean equals its
+    pass rate); otherwise Neyman uses the shrunk reward std (module docstring).
     """
     import polars as pl
 
@@ -114,12 +127,30 @@ def allocate(
             .alias("bernoulli_std")
         )
     )
+    if binary is None and "mean_score" not in per_sample.columns:
+        binary = True  # counts and rates only: 0/1 outcomes
+    if binary is None:
+        scored = per_sample.filter(pl.col("n_rollouts") > 0)
+        binary = bool(((scored["mean_score"] - scored["pass_rate"]).abs() <= 1e-12).all())
+    if binary:
+        frame = frame.with_columns(pl.col("bernoulli_std").alias("reward_std"))
+    else:
+        v_bar = per_sample.filter(pl.col("n_rollouts") > 0)["variance"].mean()
+        v_bar = float(v_bar) if isinstance(v_bar, int | float) else 0.0
+        n = pl.col("n_rollouts").cast(pl.Float64)
+        shrunk = (n * pl.col("variance").fill_null(0.0) + v_bar) / (n + 1.0)
+        frame = frame.with_columns(shrunk.sqrt().alias("reward_std"))
     if zero_signal == "drop":
         frame = frame.filter(~pl.col("zero_signal"))
     if frame.height == 0:
         raise UsageError("no sample with learning signal left to allocate rollouts to")
     zero = frame["zero_signal"].to_numpy() & (zero_signal == "min")
-    weights = allocation_weights(frame["smoothed_pass_rate"].to_numpy(), method)
+    if method == "neyman" and not binary:
+        weights = frame["reward_std"].to_numpy().astype(float)
+        if not np.any(weights > 0):
+            weights = np.ones(frame.height)  # every reward equal everywhere: nothing to favour
+    else:
+        weights = allocation_weights(frame["smoothed_pass_rate"].to_numpy(), method)
     lower = np.full(frame.height, min_runs, dtype=np.int64)
     upper = np.full(frame.height, max_runs if max_runs is not None else budget, dtype=np.int64)
     upper[zero] = min_runs  # zero signal: the minimum, whatever the method says

@@ -46,13 +46,14 @@ class RolloutPlan:
         return self.budget / self.frame.height
 
     def variance_ratio(self) -> float:
-        """The plan's gradient-variance proxy sum p~(1-p~)/n (DynaMO's yardstick, on the
-        smoothed rates) over that of spreading the same budget evenly over the same
-        samples: below 1 is better than uniform."""
+        """The plan's gradient-variance proxy sum sigma~^2/n (DynaMO's yardstick: p~(1-p~)
+        on 0/1 scores, the shrunk reward variance on continuous ones) over that of
+        spreading the same budget evenly over the same samples: below 1 is better than
+        uniform."""
         import numpy as np
 
         counts = self.frame["planned_rollouts"].to_numpy()
-        sigma2 = (self.frame["bernoulli_std"] ** 2).to_numpy()
+        sigma2 = (self.frame["reward_std"] ** 2).to_numpy()
         even = np.full(self.frame.height, self.even_share)
         return variance_proxy(sigma2, counts) / max(variance_proxy(sigma2, even), 1e-300)
 

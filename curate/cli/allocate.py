@@ -133,12 +133,14 @@ def allocate(
     if plan.at_minimum:
         print(f"  {plan.at_minimum} zero-signal sample(s) at --min-runs {min_runs}")
     elif zero:
-        print(f"  {zero} zero-signal sample(s) allocated on their smoothed pass rate")
+        binary = bool((plan.frame["reward_std"] == plan.frame["bernoulli_std"]).all())
+        basis = "smoothed pass rate" if binary else "shrunk reward spread"
+        print(f"  {zero} zero-signal sample(s) allocated on their {basis}")
     if plan.left_out:
         print(f"  {plan.left_out} zero-signal sample(s) left out")
     over = f" over the same {plan.frame.height} samples" if plan.left_out else ""
     print(
-        f"  gradient-variance proxy sum p(1-p)/n: {plan.variance_ratio():.3f}x of uniform "
+        f"  gradient-variance proxy sum sigma^2/n: {plan.variance_ratio():.3f}x of uniform "
         f"allocation{over} at the same budget (lower is better)"
     )
     if plan.method == "inverse-p":

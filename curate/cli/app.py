@@ -12,10 +12,12 @@ from typing import Annotated
 import typer
 
 from curate import __version__
+from curate.cli import agree as agree_cmd
 from curate.cli import allocate as allocate_cmd
 from curate.cli import compare as compare_cmd
 from curate.cli import eval as eval_cmd
 from curate.cli import filter as filter_cmd
+from curate.cli import grade as grade_cmd
 from curate.cli import ingest as ingest_cmd
 from curate.cli import plot as plot_cmd
 from curate.cli import report as report_cmd
@@ -67,12 +69,14 @@ app.command("allocate")(allocate_cmd.allocate)
 app.command("compare")(compare_cmd.compare)
 app.command("ingest")(ingest_cmd.ingest)
 app.command("status")(status_cmd.status)
+app.command("grade")(grade_cmd.grade_cmd)
+app.command("agree")(agree_cmd.agree)
 
 
 # Commands that hold nothing needing teardown when they return (their files are
 # written and renamed by then): the console script ends them with os._exit.
 _FAST_EXIT_COMMANDS = frozenset(
-    {"report", "plot", "filter", "allocate", "compare", "status", "ingest"}
+    {"report", "plot", "filter", "allocate", "compare", "status", "ingest", "agree"}
 )
 
 

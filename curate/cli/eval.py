@@ -13,6 +13,16 @@ from curate.backends.openai_options import OpenAIOptions
 from curate.backends.options import BackendOptions, flag_name
 from curate.backends.vllm_options import VllmOptions
 from curate.cli.errors import debug_enabled, handle_errors
+from curate.cli.judge_options import (
+    JudgeBaseUrlOpt,
+    JudgeConcurrencyOpt,
+    JudgeKeyEnvOpt,
+    JudgeMaxTokensOpt,
+    JudgeModelOpt,
+    JudgePriceOpt,
+    RubricOpt,
+    judge_config,
+)
 from curate.engine.spec import DEFAULT_CHUNK_SIZE
 from curate.errors import UsageError
 from curate.graders.checks import DEFAULT_MAX_BAD_FRACTION
@@ -309,9 +319,9 @@ def eval_cmd(
     grader: Annotated[
         str | None,
         typer.Option(
-            help="exact, numeric, math, choice, regex:PATTERN, python:FILE.py:FUNC, "
-            "verl[:FILE.py:FUNC], trl:FILE.py:FUNC or reward-model (with "
-            "--reward-base-url). \\[default: chosen from the "
+            help="exact, numeric, math, choice, code, regex:PATTERN, python:FILE.py:FUNC, "
+            "verl[:FILE.py:FUNC], trl:FILE.py:FUNC, reward-model (--reward-base-url) or "
+            "judge (an LLM, --judge-model). \\[default: chosen from the "
             "extracted references: numeric, choice, math or exact]",
             metavar="SPEC",
             show_default=False,
@@ -460,6 +470,13 @@ def eval_cmd(
             rich_help_panel=ADAPTIVE,
         ),
     ] = None,
+    judge_model: JudgeModelOpt = None,
+    judge_base_url: JudgeBaseUrlOpt = None,
+    judge_api_key_env: JudgeKeyEnvOpt = None,
+    rubric: RubricOpt = None,
+    judge_price: JudgePriceOpt = None,
+    judge_concurrency: JudgeConcurrencyOpt = None,
+    judge_max_tokens: JudgeMaxTokensOpt = None,
 ) -> None:
     """Run N rollouts per sample, grade them, and store every rollout (resumable)."""
     from curate.engine.adaptive import AdaptiveResult
@@ -501,6 +518,15 @@ def eval_cmd(
         max_bad_references=max_bad_references,
         grader_timeout=grader_timeout,
         score_range=parse_score_range(score_range) if score_range is not None else None,
+        judge=judge_config(
+            judge_model,
+            judge_base_url,
+            judge_api_key_env,
+            rubric,
+            judge_price,
+            judge_concurrency,
+            judge_max_tokens,
+        ),
         grader_workers=grader_workers,
         code_score=code_score,
         shard=parse_shard_option(shard),
@@ -538,6 +564,8 @@ def eval_cmd(
     )
     for line in error_summary(r.error_messages):
         print(line)
+    if outcome.judge_usage is not None:
+        print(usage_line(r.prompt_tokens, r.completion_tokens, outcome.judge_usage))
     if isinstance(r, AdaptiveResult):
         print(adaptive_line(r))
     if outcome.all_failed:
@@ -563,6 +591,18 @@ def parse_shard_option(text: str | None) -> ShardSpec | None:
         return parse_shard(text)
     except ValueError as exc:
         raise UsageError(f"--shard: {exc}") from None
+
+
+def usage_line(prompt_tokens: int, completion_tokens: int, judge: Mapping[str, Any]) -> str:
+    """Policy and judge tokens side by side (this call's), with the judge's cost if priced."""
+    line = (
+        f"tokens: policy {prompt_tokens:,} prompt + {completion_tokens:,} completion; "
+        f"judge {judge['prompt_tokens']:,} prompt + {judge['completion_tokens']:,} "
+        f"completion ({judge['calls']} calls, {judge['cached']} cached)"
+    )
+    if judge.get("cost_usd") is not None:
+        line += f", judge cost ${judge['cost_usd']:.4f}"
+    return line
 
 
 def _status(line: str) -> None:

@@ -112,7 +112,8 @@ def filter_samples(
         typer.Option(
             metavar="WEIGHTS",
             help="Per-sample weights to carry: an objective, linear, log, sqrt or arcsin "
-            "(w = f'(p) on the smoothed pass rate, mean 1 over the kept samples), or a "
+            "(w = f'(p) on the smoothed pass rate, mean 1 over the kept samples), std (the "
+            "sample's reward standard deviation across rollouts, mean 1), or a "
             "table with columns sample_id and weight that covers every kept sample.",
             show_default=False,
             rich_help_panel=COLUMNS,

@@ -39,6 +39,7 @@ from curate.engine.settings import SCORE_KEYS, EvalSettings, score_differences
 from curate.engine.sharding import record_shard, shard_frame
 from curate.engine.spec import Evaluation
 from curate.errors import CurateError, RunError, UsageError
+from curate.graders.judge import JudgeConfig, judge_settings_of, judge_usage_of, merge_usage
 from curate.graders.registry import grader_kind
 from curate.store.run_dir import RolloutStore, set_aside_corrupt_shards
 
@@ -113,6 +114,8 @@ class EvalOptions:
     score_range: tuple[float, float] | None = None
     # Where `--grader reward-model` finds its server (curate/graders/reward_model.py).
     reward_model: RewardModelConfig | None = None
+    # `--grader judge`: the judge's settings (its cache goes into the run directory).
+    judge: JudgeConfig | None = None
     # Worker processes (threads for the code grader) of the graders that use them
     # (None: the default), and the code grader's scoring ("all" or "fraction"; None:
     # what the --grader spec says).
@@ -156,6 +159,8 @@ class EvalOutcome:
     result: EvalResult
     settings: EvalSettings
     set_aside: list[Path] = field(default_factory=list)  # unreadable shards moved away
+    # The LLM judge's usage this call (calls, cached, tokens, cost), for `--grader judge`.
+    judge_usage: dict[str, Any] | None = None
 
     @property
     def all_failed(self) -> bool:
@@ -286,6 +291,7 @@ def _evaluate(
         grader_timeout_s=opts.grader_timeout,
         score_range=list(opts.score_range) if opts.score_range is not None else None,
         reward_model=reward_model_record(grader),
+        **judge_settings_of(grader),
         grader_notes=list(pf.grader_notes) or None,
     )
     # Refuse a mismatched resume before paying for an engine start.
@@ -350,18 +356,34 @@ def _evaluate(
                     store, opts.shard, opts.runs, opts.limit, build, check, frame
                 )
             result: EvalResult
-            if policy is None:
-                result = run_eval(store, evaluation, progress=progress)
-            else:
-                result = run_adaptive(store, evaluation, policy, progress=progress)
-                # What the last adaptive pass did, for whoever reads the run later.
-                manifest["adaptive_summary"] = result.summary()
-                store.write_manifest(manifest)
+            try:
+                if policy is None:
+                    result = run_eval(store, evaluation, progress=progress)
+                else:
+                    result = run_adaptive(store, evaluation, policy, progress=progress)
+                    # What the last adaptive pass did, for whoever reads the run later.
+                    manifest["adaptive_summary"] = result.summary()
+            finally:
+                # What the judge cost is kept even when the run stops midway: the
+                # judgements are cached and the tokens paid.
+                usage = judge_usage_of(grader)
+                if usage is not None:
+                    manifest["judge_usage"] = merge_usage(
+                        (previous or {}).get("judge_usage"), usage
+                    )
+                if usage is not None or policy is not None:
+                    store.write_manifest(manifest)
     except KeyboardInterrupt as exc:
         if isinstance(exc, Interrupted):
             raise
         raise Interrupted(run_dir, _stored_count(store)) from exc
-    return EvalOutcome(run_dir=run_dir, result=result, settings=settings, set_aside=set_aside)
+    return EvalOutcome(
+        run_dir=run_dir,
+        result=result,
+        settings=settings,
+        set_aside=set_aside,
+        judge_usage=judge_usage_of(grader),
+    )
 
 
 @contextlib.contextmanager

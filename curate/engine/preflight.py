@@ -300,12 +300,19 @@ def preflight(opts: EvalOptions, mode: Mode | None = None) -> Preflight:
 
 
 def _open(spec: str, opts: EvalOptions) -> Grader:
+    judge = opts.judge
+    if judge is not None and judge.cache_path is None:
+        # The run directory is the judge's cache: a resume never pays twice.
+        from curate.graders.judge import CACHE_FILE
+
+        judge = replace(judge, cache_path=opts.run_dir() / CACHE_FILE)
     return get_grader(
         spec,
         timeout_s=opts.grader_timeout,
         score_range=opts.score_range,
         reward_model=opts.reward_model,
         workers=opts.grader_workers,
+        judge=judge,
     )
 
 

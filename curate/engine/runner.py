@@ -69,6 +69,9 @@ class EvalResult:
     shards: int = 0
     # Error message -> rollouts of this run that failed with it (generation or grading).
     error_messages: Counter[str] = field(default_factory=Counter)
+    # The policy model's tokens for this call's rollouts (None counts as 0).
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
 
 @dataclass
@@ -389,6 +392,8 @@ def run_eval(
         result.errors += len(errors)
         result.error_messages.update(errors)
         result.truncated += sum(bool(t) for t in cols["truncated"])
+        result.prompt_tokens += sum(t or 0 for t in cols["prompt_tokens"])
+        result.completion_tokens += sum(t or 0 for t in cols["completion_tokens"])
         result.shards += 1
         tally.add_many(zip(cols["sample_id"], cols["score"], strict=True))
         progress.advance(n, len(errors), tally)

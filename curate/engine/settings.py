@@ -28,6 +28,7 @@ SCORE_KEYS = (
     "dataset_sha256",
     "reference_extract",
     "score_range",
+    "judge",
 )
 # A run made before reference extraction graded the references as given: its manifest
 # has no `reference_extract`, which compares equal to the extractor "none".
@@ -66,6 +67,10 @@ class EvalSettings:
     # `reward-model`'s server: {"base_url" (redacted), "model", "endpoint"}. Not a score
     # key: the same model may be served at another address when a run resumes.
     reward_model: dict[str, Any] | None = None
+    # `--grader judge`: {"model", "rubric_sha256"} (what changes the scores; compared on
+    # resume) and the rest of the judge's settings (rubric path, URL, key variable, price).
+    judge: dict[str, Any] | None = None
+    judge_options: dict[str, Any] | None = None
     # The grader's own start lines (the code grader: test layouts, sandbox, limits), so a
     # run says what fenced its programs. Not a score key: the machine may change.
     grader_notes: list[str] | None = None
@@ -76,6 +81,9 @@ class EvalSettings:
         body = asdict(self)
         body["sampling"] = self.sampling.as_dict()
         policy = body.pop("adaptive")
+        for key in ("judge", "judge_options"):  # only a judged run has them
+            if body[key] is None:
+                del body[key]
         body.update(
             curate_version=__version__,
             created_at=(previous or {}).get("created_at", now),

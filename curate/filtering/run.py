@@ -98,7 +98,7 @@ def filter_run(
     `rejects_path(output)`, all files or none.
 
     `data` gives the original samples of a bare score table (`split`, `id_field` pick
-    them out); `weights` is an objective (linear|log|sqrt|arcsin) or a table of
+    them out); `weights` is an objective (linear|log|sqrt|arcsin|std) or a table of
     sample_id, weight that must cover every kept sample, unless `weight_default` fills
     the ones it lacks; `plan` is a plan from `plan_rollouts`. `suspects` (keep, drop,
     only) drops the suspect labels (`curate.analysis.suspects`; drop_reason
@@ -135,7 +135,7 @@ def filter_run(
     from curate.filtering import curriculum
     from curate.filtering.select import attach_fields, decide
     from curate.filtering.weights import check_weight_default, table_weights
-    from curate.stats.weights import OBJECTIVES, check_objective, weight_table
+    from curate.stats.weights import STD, WEIGHT_KINDS, check_objective, weight_table
     from curate.store.atomic import atomic_path
     from curate.store.tables import read_table
 
@@ -177,14 +177,14 @@ def filter_run(
         )
     # `weights` names an objective (computed below, on the kept samples) or a file.
     name = str(weights) if weights is not None else None
-    objective = name if name in OBJECTIVES and not Path(name).exists() else None
+    objective = name if name in WEIGHT_KINDS and not Path(name).exists() else None
     if objective is not None:
         check_objective(objective, weight_delta)
     weights_path = Path(weights) if weights is not None and objective is None else None
     if weights_path is not None and not weights_path.exists() and not weights_path.suffix:
         # Not a file and not a table's name either: most likely a mistyped objective.
         raise UsageError(
-            f"--weights '{weights}' is neither an objective ({', '.join(OBJECTIVES)}) "
+            f"--weights '{weights}' is neither an objective ({', '.join(WEIGHT_KINDS)}) "
             "nor a weight table file"
         )
     check_weight_default(weight_default, table=weights_path is not None, given=weights is not None)
@@ -208,7 +208,9 @@ def filter_run(
     dropped = rows.filter(~pl.col("kept")).drop("kept")
     filled = 0
     if objective is not None:
-        weight_frame = weight_table(kept, objective, weight_delta)
+        # `std` reads the per-sample statistics, which the export rows do not carry.
+        source = decisions.filter(pl.col("kept")) if objective == STD else kept
+        weight_frame = weight_table(source, objective, weight_delta)
     elif weight_frame is not None:
         checked = table_weights(
             weight_frame,

@@ -44,7 +44,7 @@ def check_weight_default(default: float | None, *, table: bool, given: bool) -> 
     if not table:
         raise UsageError(
             "--weight-default fills gaps in a --weights table; an objective "
-            "(linear|log|sqrt|arcsin) already weighs every kept sample"
+            "(linear|log|sqrt|arcsin|std) already weighs every kept sample"
         )
     if not math.isfinite(default) or default < 0:
         raise UsageError(f"--weight-default must be a finite number >= 0 (got {default})")

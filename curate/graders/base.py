@@ -257,3 +257,5 @@ class GraderOptions:
     score_range: ScoreRange | None = None
     workers: int | None = None
     reward_model: RewardModelConfig | None = None
+    # The LLM judge's settings (curate.graders.judge.JudgeConfig), for `judge` only.
+    judge: Any = None

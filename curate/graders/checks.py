@@ -58,6 +58,8 @@ class ReferenceCheck:
     unparsable: int  # every correct answer was an error row (bad or missing reference)
     rejected: int  # graded, but no correct answer earned full credit
     examples: tuple[BadReference, ...]
+    # Why the check was not made (a grader whose every call is paid: the judge).
+    skipped: str | None = None
     # References accepted without a check: the grader knows no correct answer to try
     # (a code data set without canonical solutions; its tests were read, though).
     unchecked: int = 0
@@ -77,6 +79,8 @@ class ReferenceCheck:
     @property
     def summary(self) -> str:
         """One line: the counts, then the first example."""
+        if self.skipped is not None:
+            return f"grader {self.grader!r}: references not checked ({self.skipped})"
         if not self.bad:
             text = f"grader {self.grader!r} accepts all {self.total} references"
             if self.unchecked:
@@ -147,17 +151,23 @@ def check_references(
     correct completion holds (verl's lives in ``reward_model.ground_truth``), or
     ``correct_completions(reference, context)`` to give the completions to try itself
     (None: none known, the reference is accepted unchecked; raising: it is unusable).
-    A grader with ``reads_references = False`` (a reward model) has nothing to check:
-    every reference counts as usable.
+    A grader with ``reads_references = False`` (a reward model) has nothing to check,
+    and one with ``checks_references = False`` (a judge) is not checked: every reference
+    counts as usable.
     """
-    if not getattr(grader, "reads_references", True):
-        name = getattr(grader, "name", type(grader).__name__)
+    # A reward model reads no reference (nothing to check); a judge's check would be a
+    # paid call per reference. Either way every reference counts as usable, and says why.
+    reads = getattr(grader, "reads_references", True)
+    if not reads or not getattr(grader, "checks_references", True):
         return ReferenceCheck(
-            grader=name,
+            grader=getattr(grader, "name", type(grader).__name__),
             total=len(references),
             unparsable=0,
             rejected=0,
             examples=(),
+            skipped="the grader reads no reference"
+            if not reads
+            else "each check would be a paid call",
         )
     expected: Callable[[object, SampleContext | None], object] = getattr(
         grader, "expected_answer", lambda reference, context: reference

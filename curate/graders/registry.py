@@ -30,7 +30,7 @@ Each kind is an entry of a `curate.core.registry.Registry`: a factory
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from curate.core.registry import Registry
 from curate.errors import UsageError
@@ -54,6 +54,7 @@ GRADER_NAMES: tuple[str, ...] = (
     "verl:FILE.py:FUNCTION",
     "trl:FILE.py:FUNCTION",
     "trl:module:function",
+    "judge",
     "code",
     "code:score=fraction",
     "reward-model",
@@ -103,6 +104,13 @@ GRADERS.add(
 )
 
 GRADERS.add(
+    "judge",
+    "curate.graders.judge:judge_grader",
+    help="an LLM judge with a rubric, at any OpenAI-compatible endpoint (--judge-model)",
+    install_hint="pip install 'curate[openai]'",
+)
+
+GRADERS.add(
     "code",
     "curate.graders.code:code_grader",
     help="run the program in the completion against the sample's tests, sandboxed",
@@ -139,6 +147,7 @@ def get_grader(
     score_range: tuple[float, float] | None = None,
     workers: int | None = None,
     reward_model: RewardModelConfig | None = None,
+    judge: Any = None,
 ) -> Grader:
     """Build the grader a spec names.
 
@@ -146,8 +155,9 @@ def get_grader(
     (math, python, verl, trl); `score_range=(lo, hi)` declares the scale of a continuous
     reward (python, verl, trl), mapped to [0, 1] with the raw value kept; `workers` sets
     those graders' worker processes; `reward_model` is where `reward-model` finds its
-    server (given for any other grader, it is refused). Call `close()` on the grader when
-    done.
+    server (given for any other grader, it is refused); `judge` (a
+    `curate.graders.judge.JudgeConfig`) is the judge's settings, for `judge` only. Call
+    `close()` on the grader when done.
     """
     spec = spec.strip()
     if not spec:
@@ -163,6 +173,10 @@ def get_grader(
         )
     if reward_model is not None and kind != "reward-model":
         raise UsageError(f"grader {spec!r}: the --reward-* options need --grader reward-model")
+    if judge is not None and kind != "judge":
+        raise UsageError(
+            f"the judge options (--judge-model, ...) apply to --grader judge, not {spec!r}"
+        )
     if workers is not None and workers < 1:
         raise UsageError(f"grader {spec!r}: workers must be at least 1, got {workers}")
     try:
@@ -170,7 +184,11 @@ def get_grader(
     except (TypeError, ValueError) as exc:
         raise UsageError(f"grader {spec!r}: {exc}") from None
     options = GraderOptions(
-        timeout_s=timeout_s, score_range=ranged, workers=workers, reward_model=reward_model
+        timeout_s=timeout_s,
+        score_range=ranged,
+        workers=workers,
+        reward_model=reward_model,
+        judge=judge,
     )
     return GRADERS.get(kind)(spec, argument if sep else None, options)
 

@@ -30,7 +30,8 @@ def plot_run(
     threshold: float = DEFAULT_THRESHOLD,
     group_size: int = DEFAULT_GROUP_SIZE,
 ) -> Path:
-    """Draw the variance-plot method's plot, the pass-rate histogram or the gate curve
+    """Draw the variance-plot method's plot, the pass-rate histogram (mean score with
+    partial credit) or the gate curve
     (`kind`: one of `PLOT_KINDS`) of `run` into `output` (.png, .svg or .pdf; default
     `default_plot_path`), and return the path written."""
     from curate.analysis import load_analysis
@@ -47,7 +48,11 @@ def plot_run(
             loaded.per_sample, title=f"Baseline variance: {run.name}", threshold=threshold
         )
     elif kind == "histogram":
-        fig = histogram_figure(loaded.per_sample)
+        # Partial credit: the full-credit rate is 0 for a sample that scores 0.5 every
+        # time, which the 0 bar would call "always incorrect"; the mean score is 0
+        # exactly when every rollout scored 0, so its bars keep the report's outcomes.
+        column = "pass_rate" if loaded.summary.binary_scores else "mean_score"
+        fig = histogram_figure(loaded.per_sample, column=column)
     else:
         # The user's G is on the curve itself, so the marked value is computed, not
         # interpolated: the number `curate report` prints for "mixed groups at G".

@@ -26,13 +26,19 @@ if TYPE_CHECKING:
     import polars as pl
 
 OBJECTIVES = ("linear", "log", "sqrt", "arcsin")
+# `--weights std`: not an objective's derivative but the sample's own reward spread,
+# the per-sample standard deviation of its rollouts' scores (0/1 and partial credit
+# alike), normalised to mean 1: a sample whose rewards never differ weighs 0.
+STD = "std"
+WEIGHT_KINDS = (*OBJECTIVES, STD)
+STD_COLUMN = "std_dev"
 DEFAULT_DELTA = 0.05
 
 
 def check_objective(objective: str, delta: float) -> None:
     """UsageError unless the objective is known and 0 < delta < 0.5."""
-    if objective not in OBJECTIVES:
-        raise UsageError(f"unknown objective '{objective}' (choose from {', '.join(OBJECTIVES)})")
+    if objective not in WEIGHT_KINDS:
+        raise UsageError(f"unknown objective '{objective}' (choose from {', '.join(WEIGHT_KINDS)})")
     if not (0.0 < delta < 0.5) or math.isnan(delta):
         raise UsageError(f"--weight-delta must be in (0, 0.5) (got {delta})")
 
@@ -73,6 +79,9 @@ def weight_expr(
     import polars as pl
 
     check_objective(objective, delta)
+    if objective == STD:
+        spread = pl.col(STD_COLUMN)
+        return spread / spread.mean()
     p = pl.col(rate).clip(delta, 1.0 - delta)
     raw = {
         "linear": pl.when(p.is_not_null()).then(pl.lit(1.0)),
@@ -102,7 +111,16 @@ def weight_table(
     *,
     rate: str = "smoothed_pass_rate",
 ) -> pl.DataFrame:
-    """(sample_id, weight) for the rows of `frame`: the shape exports join weights from."""
-    return add_weights(frame.select("sample_id", rate), objective, delta, rate=rate).select(
+    """(sample_id, weight) for the rows of `frame`: the shape exports join weights from.
+
+    `std` reads the frame's `std_dev`; when every row's is 0 there is nothing to
+    normalise by (each weight would be 0/0): UsageError."""
+    column = STD_COLUMN if objective == STD else rate
+    if objective == STD and frame.height and not (frame[STD_COLUMN].fill_null(0.0) > 0).any():
+        raise UsageError(
+            "--weights std: every kept sample's rewards are all equal (standard deviation "
+            "0), so every weight would be 0; keep mixed samples or choose another weight"
+        )
+    return add_weights(frame.select("sample_id", column), objective, delta, rate=rate).select(
         "sample_id", "weight"
     )

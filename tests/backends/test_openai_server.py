@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from tests.conftest import (
     ARITHMETIC,
     ROOT,
     TINY_MODEL,
+    VLLM_SERVER_KEY,
     chat_prompts_and_references,
     invoke_curate,
     run_chat_eval,
@@ -39,7 +39,7 @@ from tests.conftest import (
 pytestmark = pytest.mark.slow
 
 MODEL = str(TINY_MODEL)
-KEY = "sk-vllm-test-KEY-5f0c1d2e3a4b"
+KEY = VLLM_SERVER_KEY  # the session server (tests/conftest.py) takes this key
 KEY_ENV = "CURATE_TEST_VLLM_KEY"
 ALL_FAULTS = {
     "429_retry_after": 0.03,
@@ -51,20 +51,6 @@ ALL_FAULTS = {
     "truncate": 0.03,
     "no_choices": 0.02,
 }
-
-
-@pytest.fixture(scope="session")
-def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VLLMServer]:
-    """The real server, with a key, for the whole session (killed with its process group)."""
-    if not (TINY_MODEL / "config.json").is_file():
-        pytest.skip(f"{TINY_MODEL} is not there yet")
-    log = tmp_path_factory.mktemp("vllm") / "server.log"
-    server = VLLMServer(MODEL, api_key=KEY, log_path=log)
-    server.start(timeout=300)
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from curate.store.run_dir import RolloutStore
 from tests.cli.conftest import HIGH_VARIANCE
 from tests.conftest import Result
 
@@ -86,7 +87,8 @@ def test_allocate_zero_signal_by_rate(
     out = outdir / "plan.parquet"
     result = cli("allocate", run_dir, "-b", 120, "--zero-signal", "rate", "-o", out)
     assert result.exit_code == 0, result.stderr
-    assert "7 zero-signal sample(s) allocated on their smoothed pass rate" in result.stdout
+    # q11 and q12 hold partial credit: the zero-signal samples keep a shrunk reward spread.
+    assert "7 zero-signal sample(s) allocated on their shrunk reward spread" in result.stdout
     plan = pl.read_parquet(out)
     assert plan["planned_rollouts"].sum() == 120
     assert plan.filter(pl.col("zero_signal"))["planned_rollouts"].min() > 2
@@ -102,15 +104,19 @@ def _proxy_ratio(stdout: str) -> float:
 def test_allocate_default_is_rate_and_beats_uniform(
     cli: Callable[..., Result], run_dir: Path, outdir: Path
 ) -> None:
-    """The default rule gives neyman a proxy below uniform's; min's is above it."""
-    default = cli("allocate", run_dir, "-b", 120, "-o", outdir / "default.csv")
-    rate = cli("allocate", run_dir, "-b", 120, "--zero-signal", "rate", "-o", outdir / "rate.csv")
-    pinned = cli("allocate", run_dir, "-b", 120, "--zero-signal", "min", "-o", outdir / "min.csv")
+    """The default rule gives neyman a proxy below uniform's; min's is above it (0/1
+    scores: the fixture's two partial-credit samples would switch to the reward spread)."""
+    binary = RolloutStore(run_dir).rollouts().filter(~pl.col("sample_id").is_in(["q11", "q12"]))
+    run = run_dir.parent / "binary.parquet"
+    binary.write_parquet(run)
+    default = cli("allocate", run, "-b", 120, "-o", outdir / "default.csv")
+    rate = cli("allocate", run, "-b", 120, "--zero-signal", "rate", "-o", outdir / "rate.csv")
+    pinned = cli("allocate", run, "-b", 120, "--zero-signal", "min", "-o", outdir / "min.csv")
     for result in (default, rate, pinned):
         assert result.exit_code == 0, result.stderr
     assert (outdir / "default.csv").read_bytes() == (outdir / "rate.csv").read_bytes()
     assert _proxy_ratio(default.stdout) < 1.0 < _proxy_ratio(pinned.stdout)
-    uniform = cli("allocate", run_dir, "-b", 120, "--method", "uniform", "-o", outdir / "u.csv")
+    uniform = cli("allocate", run, "-b", 120, "--method", "uniform", "-o", outdir / "u.csv")
     assert _proxy_ratio(uniform.stdout) == pytest.approx(1.0)
 
 
@@ -236,7 +242,7 @@ def test_mistyped_objective_is_a_usage_error(
     result = cli("filter", run_dir, "-o", outdir / "kept.jsonl", "--weights", "lgo")
     assert result.exit_code == 2
     assert result.stderr.strip() == (
-        "curate: error: --weights 'lgo' is neither an objective (linear, log, sqrt, arcsin) "
+        "curate: error: --weights 'lgo' is neither an objective (linear, log, sqrt, arcsin, std) "
         "nor a weight table file"
     )
     assert not list(outdir.iterdir())

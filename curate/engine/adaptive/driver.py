@@ -195,6 +195,8 @@ class _StoreSource:
         r.errors += res.errors
         r.error_messages.update(res.error_messages)
         r.truncated += res.truncated
+        r.prompt_tokens += res.prompt_tokens
+        r.completion_tokens += res.completion_tokens
         r.shards += res.shards
         self._check = before if res.errors else {}
 

@@ -1,0 +1,125 @@
+"""`curate grade`: score a run's stored completions again with another grader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from curate.cli.errors import handle_errors
+from curate.cli.judge_options import (
+    JudgeBaseUrlOpt,
+    JudgeConcurrencyOpt,
+    JudgeKeyEnvOpt,
+    JudgeMaxTokensOpt,
+    JudgeModelOpt,
+    JudgePriceOpt,
+    RubricOpt,
+    judge_config,
+)
+
+
+@handle_errors
+def grade_cmd(
+    run: Annotated[
+        Path,
+        typer.Argument(
+            help="A run directory written by `curate eval`.", metavar="RUN", show_default=False
+        ),
+    ],
+    grader: Annotated[
+        str,
+        typer.Option(
+            "--grader",
+            help="The grader to score the completions with (the specs of `curate eval "
+            "--grader`, judge included).",
+            metavar="SPEC",
+            show_default=False,
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            help="The new run directory (same rollouts, new scores).",
+            metavar="DIR",
+            show_default=False,
+        ),
+    ],
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Replace --out even when it holds another run."),
+    ] = False,
+    grader_timeout: Annotated[
+        float,
+        typer.Option(
+            metavar="SECONDS",
+            help="Deadline per call of graders that run in worker processes.",
+        ),
+    ] = 10.0,
+    score_range: Annotated[
+        str | None,
+        typer.Option(
+            metavar="LO:HI",
+            help="The range of a continuous reward (python:, verl, trl:).",
+            show_default=False,
+        ),
+    ] = None,
+    judge_model: JudgeModelOpt = None,
+    judge_base_url: JudgeBaseUrlOpt = None,
+    judge_api_key_env: JudgeKeyEnvOpt = None,
+    rubric: RubricOpt = None,
+    judge_price: JudgePriceOpt = None,
+    judge_concurrency: JudgeConcurrencyOpt = None,
+    judge_max_tokens: JudgeMaxTokensOpt = None,
+) -> None:
+    """Score a run's stored completions with another grader into a new run (no model)."""
+    import math
+
+    from curate.engine.preflight import parse_score_range
+    from curate.engine.progress import error_summary
+    from curate.engine.regrade import RegradeOptions, regrade
+    from curate.errors import UsageError
+
+    if not (math.isfinite(grader_timeout) and grader_timeout > 0):
+        raise UsageError(
+            f"--grader-timeout {grader_timeout:g}: expected a positive number of seconds"
+        )
+    opts = RegradeOptions(
+        source=run,
+        out=out,
+        grader=grader,
+        grader_timeout=grader_timeout,
+        score_range=parse_score_range(score_range) if score_range is not None else None,
+        judge=judge_config(
+            judge_model,
+            judge_base_url,
+            judge_api_key_env,
+            rubric,
+            judge_price,
+            judge_concurrency,
+            judge_max_tokens,
+        ),
+        force=force,
+    )
+    result = regrade(opts)
+    print(
+        f"{result.out}: {result.rollouts} rollouts from {run}, {result.graded} graded with "
+        f"{grader.strip()} in {result.seconds:.1f}s; {result.grader_errors} grader errors, "
+        f"{result.generation_errors} generation errors kept"
+    )
+    from collections import Counter
+
+    for line in error_summary(Counter(result.error_messages)):
+        print(line)
+    if result.judge_usage is not None:
+        from curate.graders.judge import JudgeUsage
+
+        usage = JudgeUsage(
+            **{k: v for k, v in result.judge_usage.items() if k != "cost_usd"},
+            price_per_mtok=opts.judge.price_per_mtok if opts.judge else None,
+        )
+        print(usage.line())
+    print(f"next: curate agree {run} {result.out}")
