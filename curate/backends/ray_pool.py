@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import logging
 import os
 import queue
 import threading
@@ -43,6 +44,8 @@ from curate.errors import MissingExtraError, RunError, UsageError, one_line
 if TYPE_CHECKING:
     import pyarrow as pa
 
+log = logging.getLogger(__name__)
+
 # Requests per batch, at most: a batch is one engine call in one replica and the unit
 # of retry, so a killed replica redoes at most this many.
 MAX_BATCH_REQUESTS = 256
@@ -60,6 +63,8 @@ HEARTBEAT_S = 1.0
 # whose k-th batch call finds the file armed takes it (an atomic rename, so exactly
 # one replica does) and exits at once, as a crash would.
 EXIT_HOOK_ENV = "CURATE_TEST_REPLICA_EXIT"
+# How long a finished stream waits for its replicas to stop their engines.
+REPLICA_EXIT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -171,6 +176,7 @@ class Replica:
         self._sampling = SamplingConfig(**{**sampling, "stop": tuple(sampling["stop"])})
         self._mode: Mode = mode
         self._calls = 0
+        self._where = f"{_node_id()}:{os.getpid()}"
         self._stack = contextlib.ExitStack()
         self._backend = self._stack.enter_context(
             open_backend(backend, model, options, seed=seed)
@@ -183,12 +189,74 @@ class Replica:
         _maybe_exit(self._calls)
         indices, requests = decode_requests(batch.to_pydict())
         generations = self._backend.generate(requests, self._sampling, self._mode)
-        return pa.table(encode_generations(indices, generations))
+        columns = encode_generations(indices, generations)
+        # Who answered: the driver waits for these processes to stop their engines.
+        columns["replica"] = [self._where] * len(indices)
+        return pa.table(columns)
 
     def __del__(self) -> None:
         # Ray Data drops its actors when a stream ends: stop the engine cleanly.
         with contextlib.suppress(Exception):
             self._stack.close()
+
+
+def _node_id() -> str:
+    import ray
+
+    return str(ray.get_runtime_context().get_node_id())
+
+
+def _wait_pids(pids: list[int], timeout: float) -> list[int]:
+    """Wait until these processes of this node have exited; those still running."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    alive = list(pids)
+    while alive:
+        alive = [pid for pid in alive if _running(pid)]
+        if not alive or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    return alive
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def wait_for_replicas(replicas: set[str], timeout: float = REPLICA_EXIT_S) -> list[str]:
+    """Wait for replica processes ("node:pid") to exit, each on its own node; the
+    ones still running after `timeout`. Ray Data lets a finished pool's actors go
+    gracefully (each stops its engine in `Replica.__del__`), but ending the job or
+    the cluster before they are done kills them, and a killed replica can leave its
+    engine's processes behind, busy."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    by_node: dict[str, list[int]] = {}
+    for where in replicas:
+        node, _, pid = where.rpartition(":")
+        by_node.setdefault(node, []).append(int(pid))
+    wait = ray.remote(num_cpus=0)(_wait_pids)
+    refs = {
+        node: wait.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)
+        ).remote(pids, timeout)
+        for node, pids in by_node.items()
+    }
+    left: list[str] = []
+    for node, ref in refs.items():
+        try:
+            left += [f"{node}:{pid}" for pid in ray.get(ref, timeout=timeout + 30)]
+        except Exception:  # a lost node: nothing to wait for there
+            continue
+    return left
 
 
 def _maybe_exit(calls: int) -> None:
@@ -296,17 +364,26 @@ class RayPoolBackend:
             **remote_args,
         )
         seen: set[int] = set()
-        for batch in _background(
-            results.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=0)
-        ):
-            if batch is None:
-                yield None
-                continue
-            for index, gens in decode_generations(batch.to_pydict()):
-                if index in seen:  # never expected: a retried batch that also returned
+        replicas: set[str] = set()
+        batches = results.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=0)
+        try:
+            for batch in _background(batches):
+                if batch is None:
+                    yield None
                     continue
-                seen.add(index)
-                yield index, gens
+                columns = batch.to_pydict()
+                replicas.update(columns.pop("replica"))
+                for index, gens in decode_generations(columns):
+                    if index in seen:  # never expected: a retried batch that also returned
+                        continue
+                    seen.add(index)
+                    yield index, gens
+        finally:
+            del batches, results, dataset
+            if replicas:
+                left = wait_for_replicas(replicas)
+                if left:
+                    log.warning("Ray replicas still running after %.0f s: %s", REPLICA_EXIT_S, left)
         if len(seen) != len(requests):
             raise RunError(
                 f"the Ray pool returned {len(seen)} of {len(requests)} requests; "
