@@ -27,7 +27,7 @@ import logging
 import os
 import queue
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -178,9 +178,7 @@ class Replica:
         self._calls = 0
         self._where = f"{_node_id()}:{os.getpid()}"
         self._stack = contextlib.ExitStack()
-        self._backend = self._stack.enter_context(
-            open_backend(backend, model, options, seed=seed)
-        )
+        self._backend = self._stack.enter_context(open_backend(backend, model, options, seed=seed))
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         import pyarrow as pa
@@ -394,7 +392,7 @@ class RayPoolBackend:
 _END = object()
 
 
-def _background(batches: Iterator[Any]) -> Iterator[Any]:
+def _background(batches: Iterable[Any]) -> Iterator[Any]:
     """Iterate `batches` on a thread; yield None every HEARTBEAT_S while none arrives.
     An exception in the iteration is raised here."""
     box: queue.Queue[Any] = queue.Queue(maxsize=8)

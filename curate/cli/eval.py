@@ -333,9 +333,7 @@ def eval_cmd(
         bool, _flag(VllmOptions, "trust_remote_code")
     ] = VllmOptions.flag_default("trust_remote_code"),
     ray: Annotated[str | None, _flag(VllmOptions, "ray")] = VllmOptions.flag_default("ray"),
-    replicas: Annotated[int, _flag(VllmOptions, "replicas")] = VllmOptions.flag_default(
-        "replicas"
-    ),
+    replicas: Annotated[int, _flag(VllmOptions, "replicas")] = VllmOptions.flag_default("replicas"),
     gpus_per_replica: Annotated[float | None, _flag(VllmOptions, "gpus_per_replica")] = (
         VllmOptions.flag_default("gpus_per_replica")
     ),

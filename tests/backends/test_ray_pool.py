@@ -223,7 +223,9 @@ def test_two_vllm_replicas_match_the_single_process_engine(
     and finish reasons as one engine in this process, for the same seeds."""
     prompts, refs = chat_prompts_and_references(ARITHMETIC, 40)
     sampling = SamplingConfig(temperature=1.0, max_tokens=16)
-    _, alone = run_chat_eval(vllm_backend, tmp_path / "alone", prompts, refs, runs=4, sampling=sampling)
+    _, alone = run_chat_eval(
+        vllm_backend, tmp_path / "alone", prompts, refs, runs=4, sampling=sampling
+    )
 
     run = tmp_path / "pooled"
     options = {**TEST_ENGINE_OPTIONS, "ray": "auto", "replicas": 2}
