@@ -20,6 +20,7 @@ On a 2-core machine two replicas share the same two cores: expect less than 2x.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -177,35 +178,30 @@ def bench_vllm(args: argparse.Namespace) -> None:
         rates = {}
         for replicas in (1, 2):
             options = VllmOptions.parse({**engine, "ray": "auto", "replicas": replicas})
-            arrivals: list[tuple[float, int]] = []
             t0 = time.perf_counter()
             with open_vllm_backend(str(TINY), options) as backend:
-                stream = backend.stream
-
-                def timed(
-                    requests: Any, *a: Any, _s: Any = stream, _seen: list[Any] = arrivals
-                ) -> Iterator[Any]:
-                    for item in _s(requests, *a):
-                        if item is not None:
-                            _seen.append((time.perf_counter(), len(item[1])))
-                        yield item
-
-                backend.stream = timed  # type: ignore[method-assign]
-                _run(backend, prompts, refs, args.runs, **kw)
+                run = _run(backend, prompts, refs, args.runs, **kw)
+                batches = backend.batches  # type: ignore[attr-defined]
             wall = time.perf_counter() - t0
-            # Rollouts that arrived after the first batch, over the time they took.
-            first = arrivals[0][0]
-            later = [(t, n) for t, n in arrivals if t > first + 1e-3]
-            rate = sum(n for _, n in later) / max(1e-9, arrivals[-1][0] - first)
+            # The replicas' own clocks: from the first batch an engine started on to the
+            # last one it finished, so engine start-up is left out as on the other side.
+            busy = max(b.finished for b in batches) - min(b.started for b in batches)
+            rate = sum(b.rollouts for b in batches) / busy
             rates[replicas] = rate
             print(
-                f"ray, {replicas} replica(s): wall {wall:.1f} s incl. start "
-                f"({first - t0:.1f} s to the first batch); {rate:,.0f} rollouts/s once "
-                f"batches flow = {rate / single:.2f}x the single process"
+                f"ray, {replicas} replica(s): run_eval {run:.1f} s incl. replica start, "
+                f"wall {wall:.1f} s; engines busy {busy:.1f} s = {rate:,.0f} rollouts/s "
+                f"= {rate / single:.2f}x the single process"
             )
         print(f"2 replicas vs 1: {rates[2] / rates[1]:.2f}x (2 cores shared by both)")
     finally:
         ray.shutdown()
+
+
+def _load() -> str:
+    import os
+
+    return "load average " + ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def main() -> int:
@@ -215,10 +211,12 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--driver-samples", type=int, default=2_000)
     args = parser.parse_args()
+    print(f"{os.cpu_count()} cores, {_load()} at the start")
     if args.part in ("driver", "all"):
         bench_driver(args)
     if args.part in ("vllm", "all"):
         bench_vllm(args)
+    print(f"{_load()} at the end (other processes share these cores)")
     return 0
 
 

@@ -27,6 +27,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -84,6 +85,15 @@ class RayPoolOptions:
             raise UsageError("--gpus-per-replica must be at least 0")
         if self.cpus_per_replica is not None and self.cpus_per_replica <= 0:
             raise UsageError("--cpus-per-replica must be above 0")
+
+
+@dataclass(frozen=True)
+class BatchTiming:
+    """When a replica's engine worked on one batch (its clock), and its rollouts."""
+
+    started: float
+    finished: float
+    rollouts: int
 
 
 def batch_size_for(requests: int, replicas: int, cap: int | None = None) -> int:
@@ -186,10 +196,13 @@ class Replica:
         self._calls += 1
         _maybe_exit(self._calls)
         indices, requests = decode_requests(batch.to_pydict())
+        started = time.time()
         generations = self._backend.generate(requests, self._sampling, self._mode)
         columns = encode_generations(indices, generations)
-        # Who answered: the driver waits for these processes to stop their engines.
+        # Who answered (the driver waits for these processes to stop their engines),
+        # and when the engine worked on the batch (the pool's generation rate).
         columns["replica"] = [self._where] * len(indices)
+        columns["busy"] = [[started, time.time()]] * len(indices)
         return pa.table(columns)
 
     def __del__(self) -> None:
@@ -206,8 +219,6 @@ def _node_id() -> str:
 
 def _wait_pids(pids: list[int], timeout: float) -> list[int]:
     """Wait until these processes of this node have exited; those still running."""
-    import time
-
     deadline = time.monotonic() + timeout
     alive = list(pids)
     while alive:
@@ -318,6 +329,8 @@ class RayPoolBackend:
         if cpus is None:
             cpus = 1.0 if gpus else CPU_REPLICA_CPUS
         self.gpus, self.cpus = gpus, cpus
+        # Every batch the replicas answered, for the figures (bench_ray.py).
+        self.batches: list[BatchTiming] = []
 
     def info(self) -> BackendInfo:
         return self._info
@@ -371,6 +384,10 @@ class RayPoolBackend:
                     continue
                 columns = batch.to_pydict()
                 replicas.update(columns.pop("replica"))
+                busy = columns.pop("busy")
+                if busy:
+                    done = sum(len(texts) for texts in columns["text"])
+                    self.batches.append(BatchTiming(busy[0][0], busy[0][1], done))
                 for index, gens in decode_generations(columns):
                     if index in seen:  # never expected: a retried batch that also returned
                         continue

@@ -187,7 +187,7 @@ def test_adaptive_rounds_run_unchanged_through_the_pool(ray_cluster: Path, tmp_p
     refs = {sid: str(2 * int(sid[1:])) for sid in prompts}
     answers = {p: (refs[sid], (0.0, 1.0, 0.3)[i % 3]) for i, (sid, p) in enumerate(prompts.items())}
     options = FakeOptions(answers=answers)
-    policy = AdaptivePolicy(max_runs=6)
+    policy = AdaptivePolicy(max_runs=4)
     frames = []
     for name in ("alone", "pooled"):
         store = RolloutStore(tmp_path / name)
@@ -206,7 +206,7 @@ def test_adaptive_rounds_run_unchanged_through_the_pool(ray_cluster: Path, tmp_p
                 grader=grader,
                 prompts=prompts,
                 references=refs,
-                runs=6,
+                runs=4,
                 mode="completion",
             )
         grader.close()
