@@ -395,10 +395,18 @@ class RayPoolBackend:
                     yield index, gens
         finally:
             del batches, results, dataset
-            if replicas:
-                left = wait_for_replicas(replicas)
-                if left:
-                    log.warning("Ray replicas still running after %.0f s: %s", REPLICA_EXIT_S, left)
+        # Only a pool that ran to the end lets its replicas go gracefully; after an
+        # error or Ctrl-C the pipeline may still hold them, and waiting would hang.
+        # Heartbeats meanwhile, so the runner writes the last batches without waiting.
+        left: list[str] = []
+        if replicas:
+            waiting = threading.Thread(target=lambda: left.extend(wait_for_replicas(replicas)))
+            waiting.start()
+            while waiting.is_alive():
+                waiting.join(HEARTBEAT_S)
+                yield None
+        if left:
+            log.warning("Ray replicas still running after %.0f s: %s", REPLICA_EXIT_S, left)
         if len(seen) != len(requests):
             raise RunError(
                 f"the Ray pool returned {len(seen)} of {len(requests)} requests; "
