@@ -18,6 +18,7 @@ from curate.errors import UsageError
 from curate.graders.checks import DEFAULT_MAX_BAD_FRACTION
 
 if TYPE_CHECKING:
+    from curate.core.shards import ShardSpec
     from curate.engine import adaptive as _adaptive
     from curate.engine.evaluate import EvalOptions
     from curate.engine.preflight import Preflight
@@ -144,7 +145,8 @@ def eval_cmd(
         typer.Option(
             metavar="SECONDS",
             help="Deadline per call of graders that run in worker processes (math, "
-            "python:, verl, trl:); a call past it is an error row.",
+            "python:, verl, trl:); a call past it is an error row. For --grader code: "
+            "the wall clock of each test case (a case past it is a timeout).",
             rich_help_panel=GRADING,
         ),
     ] = 10.0,
@@ -152,12 +154,71 @@ def eval_cmd(
         str | None,
         typer.Option(
             metavar="LO:HI",
-            help="The range of a continuous reward (python:, verl, trl:), e.g. -1:1: "
-            "scores are mapped to [0, 1], the raw value kept in raw_score.",
+            help="The range of a continuous reward (python:, verl, trl:, reward-model), "
+            "e.g. -1:1: scores are mapped to [0, 1], the raw value kept in raw_score.",
             show_default=False,
             rich_help_panel=GRADING,
         ),
     ] = None,
+    grader_workers: Annotated[
+        int | None,
+        typer.Option(
+            metavar="N",
+            help="Worker processes of the graders that use them (math, python:, verl, "
+            "trl:), or programs run at once by --grader code (default: min(4, CPUs)).",
+            show_default=False,
+            rich_help_panel=GRADING,
+        ),
+    ] = None,
+    code_score: Annotated[
+        str | None,
+        typer.Option(
+            metavar="all|fraction",
+            help="--grader code: 1 when every test passes (all, the default), or the "
+            "share of tests passed (fraction).",
+            show_default=False,
+            rich_help_panel=GRADING,
+        ),
+    ] = None,
+    reward_base_url: Annotated[
+        str | None,
+        typer.Option(
+            metavar="URL",
+            help="--grader reward-model: the server of a sequence-classification reward "
+            "model, e.g. http://127.0.0.1:8001 (vLLM with --runner pooling).",
+            show_default=False,
+            rich_help_panel=GRADING,
+        ),
+    ] = None,
+    reward_model: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME",
+            help="--grader reward-model: the served model's name. \\[default: the "
+            "server's only model]",
+            show_default=False,
+            rich_help_panel=GRADING,
+        ),
+    ] = None,
+    reward_api_key_env: Annotated[
+        str | None,
+        typer.Option(
+            metavar="VAR",
+            help="--grader reward-model: the environment variable holding the server's "
+            "API key (never the key itself).",
+            show_default=False,
+            rich_help_panel=GRADING,
+        ),
+    ] = None,
+    reward_endpoint: Annotated[
+        str,
+        typer.Option(
+            metavar="auto|classify|pooling|score",
+            help="--grader reward-model: the endpoint to call; auto tries /classify, "
+            "/pooling, /score in turn with one probe.",
+            rich_help_panel=GRADING,
+        ),
+    ] = "auto",
     mode: Annotated[
         ModeChoice | None,
         typer.Option(
@@ -249,7 +310,8 @@ def eval_cmd(
         str | None,
         typer.Option(
             help="exact, numeric, math, choice, regex:PATTERN, python:FILE.py:FUNC, "
-            "verl[:FILE.py:FUNC] or trl:FILE.py:FUNC. \\[default: chosen from the "
+            "verl[:FILE.py:FUNC], trl:FILE.py:FUNC or reward-model (with "
+            "--reward-base-url). \\[default: chosen from the "
             "extracted references: numeric, choice, math or exact]",
             metavar="SPEC",
             show_default=False,
@@ -281,6 +343,17 @@ def eval_cmd(
             rich_help_panel=RUN,
         ),
     ] = DEFAULT_CHUNK_SIZE,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            metavar="I/K",
+            help="Evaluate shard I of K (0 <= I < K): the samples whose sha256(sample_id) mod "
+            "K is I. K array-job tasks may write one run directory at once.",
+            show_default=False,
+            rich_help_panel=RUN,
+        ),
+    ] = None,
     quiet: Annotated[
         bool,
         typer.Option("--quiet", "-q", help="No progress or status lines.", rich_help_panel=RUN),
@@ -340,7 +413,7 @@ def eval_cmd(
     cpus_per_replica: Annotated[float | None, _flag(VllmOptions, "cpus_per_replica")] = (
         VllmOptions.flag_default("cpus_per_replica")
     ),
-    base_url: Annotated[str | None, _flag(OpenAIOptions, "base_url")] = None,
+    base_url: Annotated[list[str] | None, _flag(OpenAIOptions, "base_url")] = None,
     api_key_env: Annotated[str | None, _flag(OpenAIOptions, "api_key_env")] = None,
     concurrency: Annotated[int | None, _flag(OpenAIOptions, "concurrency")] = None,
     requests_per_minute: Annotated[
@@ -436,6 +509,12 @@ def eval_cmd(
         max_bad_references=max_bad_references,
         grader_timeout=grader_timeout,
         score_range=parse_score_range(score_range) if score_range is not None else None,
+        grader_workers=grader_workers,
+        code_score=code_score,
+        shard=parse_shard_option(shard),
+        reward_model=reward_model_config(
+            reward_base_url, reward_model, reward_api_key_env, reward_endpoint
+        ),
     )
     if dry_run:
         _print_dry_run(opts, price_in, price_out, quiet=quiet)
@@ -460,8 +539,9 @@ def eval_cmd(
         print(
             f"{outcome.run_dir}: set aside {len(outcome.set_aside)} unreadable shard(s) in {where}"
         )
+    label = f"{outcome.run_dir}" + (f" (shard {opts.shard})" if opts.shard else "")
     print(
-        f"{outcome.run_dir}: {r.rollouts} new rollouts in {r.seconds:.1f}s "
+        f"{label}: {r.rollouts} new rollouts in {r.seconds:.1f}s "
         f"({r.skipped} already stored), {r.errors} errors, {r.truncated} truncated"
     )
     for line in error_summary(r.error_messages):
@@ -475,7 +555,22 @@ def eval_cmd(
             f"see their errors: curate report {outcome.run_dir}"
         )
         raise typer.Exit(1)
-    print(f"next: curate report {outcome.run_dir}")
+    if opts.shard is not None:
+        print(f"next: curate status {outcome.run_dir} (then curate report {outcome.run_dir})")
+    else:
+        print(f"next: curate report {outcome.run_dir}")
+
+
+def parse_shard_option(text: str | None) -> ShardSpec | None:
+    """--shard I/K, or a one-line UsageError (exit 2, before anything is written)."""
+    from curate.core.shards import parse_shard
+
+    if text is None:
+        return None
+    try:
+        return parse_shard(text)
+    except ValueError as exc:
+        raise UsageError(f"--shard: {exc}") from None
 
 
 def _status(line: str) -> None:
@@ -506,7 +601,11 @@ def backend_flags(backend: str, params: Mapping[str, Any]) -> BackendOptions | d
     that defaults to None belongs to one backend: giving it to another is an error."""
     chosen: BackendOptions | dict[str, Any] = {}
     for name, schema in FLAG_SCHEMAS.items():
-        values = {f.name: params[f.name] for f in schema.flag_fields()}
+        # A repeatable flag not given is an empty list: not given.
+        values = {
+            f.name: None if params[f.name] in ([], ()) else params[f.name]
+            for f in schema.flag_fields()
+        }
         if name == backend:
             chosen = schema.parse({k: v for k, v in values.items() if v is not None})
         elif schema.flags_default_to_none:
@@ -591,3 +690,28 @@ def _log_to_stderr(name: str) -> None:
     handler._curate = True  # type: ignore[attr-defined]
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
+
+
+def reward_model_config(
+    base_url: str | None, model: str | None, key_env: str | None, endpoint: str
+) -> Any:
+    """The reward model's server from the --reward-* options (None without a URL);
+    UsageError for the other options given without --reward-base-url."""
+    if base_url is None:
+        given = [
+            flag
+            for flag, value in (
+                ("--reward-model", model),
+                ("--reward-api-key-env", key_env),
+                ("--reward-endpoint", None if endpoint == "auto" else endpoint),
+            )
+            if value is not None
+        ]
+        if given:
+            raise UsageError(f"{given[0]} needs --reward-base-url (and --grader reward-model)")
+        return None
+    from curate.graders.reward_model import RewardModelConfig
+
+    return RewardModelConfig(
+        base_url=base_url, model=model, api_key_env=key_env, endpoint=endpoint.lower()
+    )

@@ -63,6 +63,12 @@ class EvalSettings:
     grader_reason: str | None = None  # why this grader: "as given" or the automatic choice
     grader_timeout_s: float | None = None
     score_range: list[float] | None = None  # [low, high] of a ranged reward
+    # `reward-model`'s server: {"base_url" (redacted), "model", "endpoint"}. Not a score
+    # key: the same model may be served at another address when a run resumes.
+    reward_model: dict[str, Any] | None = None
+    # The grader's own start lines (the code grader: test layouts, sandbox, limits), so a
+    # run says what fenced its programs. Not a score key: the machine may change.
+    grader_notes: list[str] | None = None
 
     def manifest(self, *, previous: dict[str, Any] | None = None) -> dict[str, Any]:
         """The manifest body. Secrets never enter it: settings hold no keys."""

@@ -12,6 +12,10 @@ Specs (the part before the first ``:`` is case-insensitive; the rest is kept ver
 * ``verl`` / ``verl:FILE.py:FUNCTION`` / ``verl:module:function`` (verl's reward
   signature; bare ``verl`` is verl's own default reward routing)
 * ``trl:FILE.py:FUNCTION`` / ``trl:module:function`` (TRL's reward-function signature)
+* ``code``, ``code:score=fraction,memory_mb=2048,nproc=64,fsize_mb=16`` (run the
+  completion's program against the sample's tests in a sandbox; `curate.graders.code`)
+* ``reward-model`` (a sequence-classification reward model behind an HTTP server; its
+  URL comes with ``reward_model=RewardModelConfig(...)``)
 
 Surrounding whitespace is dropped from the whole spec (write ``\\s`` or ``[ ]`` for a
 pattern that must end in a space). A bad spec raises `UsageError` naming it.
@@ -26,11 +30,15 @@ Each kind is an entry of a `curate.core.registry.Registry`: a factory
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from curate.core.registry import Registry
 from curate.errors import UsageError
 from curate.graders.base import Grader, GraderOptions, ScoreRange
 from curate.graders.numeric import reference_number
+
+if TYPE_CHECKING:
+    from curate.graders.reward_model import RewardModelConfig
 
 GraderFactory = Callable[[str, str | None, GraderOptions], Grader]
 
@@ -46,6 +54,9 @@ GRADER_NAMES: tuple[str, ...] = (
     "verl:FILE.py:FUNCTION",
     "trl:FILE.py:FUNCTION",
     "trl:module:function",
+    "code",
+    "code:score=fraction",
+    "reward-model",
 )
 
 GRADERS: Registry[GraderFactory] = Registry("grader", normalise=lambda name: name.strip().lower())
@@ -91,8 +102,30 @@ GRADERS.add(
     help="a TRL reward function f(prompts, completions, **columns) -> list[float | None]",
 )
 
+GRADERS.add(
+    "code",
+    "curate.graders.code:code_grader",
+    help="run the program in the completion against the sample's tests, sandboxed",
+)
+
+
+GRADERS.add(
+    "reward-model",
+    "curate.graders.reward_model:reward_model_grader",
+    help="a reward model served by vLLM (/classify, /pooling or /score): --reward-base-url",
+    install_hint="pip install 'curate[openai]'",
+)
+
 # The kinds that call a reward function whose scale the user may declare.
-RANGED_KINDS = frozenset({"python", "verl", "trl"})
+RANGED_KINDS = frozenset({"python", "verl", "trl", "reward-model"})
+# The kinds that read the data as stored (no answer extraction): reward functions, and
+# the code grader, whose "reference" is the sample's tests.
+AS_STORED_KINDS = RANGED_KINDS | {"code"}
+
+
+def grader_kind(spec: str | None) -> str:
+    """The kind a spec names (``"code"`` for ``code:score=fraction``); "" for None."""
+    return (spec or "").partition(":")[0].strip().lower()
 
 
 def _unknown(spec: str) -> UsageError:
@@ -105,13 +138,16 @@ def get_grader(
     timeout_s: float = 10.0,
     score_range: tuple[float, float] | None = None,
     workers: int | None = None,
+    reward_model: RewardModelConfig | None = None,
 ) -> Grader:
     """Build the grader a spec names.
 
     `timeout_s` is the per-call deadline of the graders that run in worker processes
     (math, python, verl, trl); `score_range=(lo, hi)` declares the scale of a continuous
     reward (python, verl, trl), mapped to [0, 1] with the raw value kept; `workers` sets
-    those graders' worker processes. Call `close()` on the grader when done.
+    those graders' worker processes; `reward_model` is where `reward-model` finds its
+    server (given for any other grader, it is refused). Call `close()` on the grader when
+    done.
     """
     spec = spec.strip()
     if not spec:
@@ -123,15 +159,19 @@ def get_grader(
     if score_range is not None and kind not in RANGED_KINDS:
         raise UsageError(
             f"grader {spec!r} scores in [0, 1]; a score range applies to "
-            "python:, verl and trl: graders"
+            "python:, verl, trl: and reward-model graders"
         )
+    if reward_model is not None and kind != "reward-model":
+        raise UsageError(f"grader {spec!r}: the --reward-* options need --grader reward-model")
     if workers is not None and workers < 1:
         raise UsageError(f"grader {spec!r}: workers must be at least 1, got {workers}")
     try:
         ranged = ScoreRange(*score_range) if score_range is not None else None
     except (TypeError, ValueError) as exc:
         raise UsageError(f"grader {spec!r}: {exc}") from None
-    options = GraderOptions(timeout_s=timeout_s, score_range=ranged, workers=workers)
+    options = GraderOptions(
+        timeout_s=timeout_s, score_range=ranged, workers=workers, reward_model=reward_model
+    )
     return GRADERS.get(kind)(spec, argument if sep else None, options)
 
 

@@ -33,6 +33,11 @@ def test_public_api() -> None:
         "verl:FILE.py:FUNCTION",
         "trl:FILE.py:FUNCTION",
         "trl:module:function",
+        # Added with issue 14: programs run against the sample's tests.
+        "code",
+        "code:score=fraction",
+        # Added with issue 14: a reward model served over HTTP.
+        "reward-model",
     )
 
 
