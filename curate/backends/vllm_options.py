@@ -3,12 +3,13 @@ manifest and `curate eval`'s flags. Importing this module does not import vllm."
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from curate.backends.options import BackendOptions, option
-from curate.errors import InputError, RunError
+from curate.backends.options import BackendOptions, flag_name, option
+from curate.errors import InputError, RunError, UsageError
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,45 @@ class VllmOptions(BackendOptions):
     # "auto" on the CPU build keeps a float32 checkpoint in float32 (see engine_dtype).
     dtype: str = option("auto", "Weight dtype; auto: the model's own")
     trust_remote_code: bool = option(False, "Run code from the model's repository")
+    # Ray (curate.backends.ray_pool): where the replicas run. Not score settings: a run
+    # resumes with another cluster or another replica count.
+    ray: str | None = option(
+        None,
+        "Run the engine as replicas on a Ray cluster: auto (RAY_ADDRESS, a running local "
+        "cluster, else a new local one) or the cluster's ADDRESS",
+        default_help="one engine in this process",
+    )
+    replicas: int = option(1, "Engine replicas on the Ray cluster (with --ray)", min=1)
+    gpus_per_replica: float | None = option(
+        None,
+        "GPUs each replica reserves (with --ray)",
+        min=0,
+        default_help="--tensor-parallel-size on a cluster with GPUs, else 0",
+    )
+    cpus_per_replica: float | None = option(
+        None,
+        "CPUs each replica reserves (with --ray)",
+        min=0.01,
+        default_help="1 with GPUs, else 0.5",
+    )
+
+    def validate(self) -> None:
+        super().validate()
+        if self.ray is None:
+            for name in ("replicas", "gpus_per_replica", "cpus_per_replica"):
+                if name in self.given and getattr(self, name) != _DEFAULTS[name]:
+                    raise UsageError(f"{flag_name(name)} needs --ray (auto or a cluster address)")
+        elif not self.ray.strip():
+            raise UsageError("--ray needs auto or a cluster address")
+
+    def local(self) -> VllmOptions:
+        """The options of one engine in one process (a replica's): without the Ray ones."""
+        return dataclasses.replace(
+            self, ray=None, replicas=1, gpus_per_replica=None, cpus_per_replica=None
+        )
+
+
+_DEFAULTS: dict[str, Any] = {"replicas": 1, "gpus_per_replica": None, "cpus_per_replica": None}
 
 
 def local_config(model: str) -> dict[str, Any]:

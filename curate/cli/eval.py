@@ -415,6 +415,14 @@ def eval_cmd(
     trust_remote_code: Annotated[
         bool, _flag(VllmOptions, "trust_remote_code")
     ] = VllmOptions.flag_default("trust_remote_code"),
+    ray: Annotated[str | None, _flag(VllmOptions, "ray")] = VllmOptions.flag_default("ray"),
+    replicas: Annotated[int, _flag(VllmOptions, "replicas")] = VllmOptions.flag_default("replicas"),
+    gpus_per_replica: Annotated[float | None, _flag(VllmOptions, "gpus_per_replica")] = (
+        VllmOptions.flag_default("gpus_per_replica")
+    ),
+    cpus_per_replica: Annotated[float | None, _flag(VllmOptions, "cpus_per_replica")] = (
+        VllmOptions.flag_default("cpus_per_replica")
+    ),
     base_url: Annotated[list[str] | None, _flag(OpenAIOptions, "base_url")] = None,
     api_key_env: Annotated[str | None, _flag(OpenAIOptions, "api_key_env")] = None,
     concurrency: Annotated[int | None, _flag(OpenAIOptions, "concurrency")] = None,

@@ -395,7 +395,14 @@ def _started_backend(
     log = engine_log_path(opts)
     say = status or (lambda line: None)
     local = opts.backend in LOCAL_ENGINES
-    if local:
+    ray = getattr(options, "ray", None)  # --ray: replicas on a cluster, not one engine here
+    if local and ray is not None:
+        replicas = getattr(options, "replicas", 1)
+        say(
+            f"joining the Ray cluster ({ray}) for {replicas} vLLM replica(s) of "
+            f"{opts.model}; they start with the first batch (their output: Ray's worker logs)"
+        )
+    elif local:
         where = f"log: {log}" if log is not None else "its output follows"
         say(f"starting the vLLM engine for {opts.model} ({where}) ...")
     if log is not None:
@@ -413,7 +420,8 @@ def _started_backend(
             ) as backend,
         ):
             if local:
-                say(f"engine ready in {time.perf_counter() - started:.1f} s")
+                what = "Ray cluster" if ray is not None else "engine"
+                say(f"{what} ready in {time.perf_counter() - started:.1f} s")
             yield backend
     except Exception as exc:
         # The engine's own account of a failure is in the log, not on the terminal.

@@ -13,7 +13,7 @@ from curate.cli.app import app
 
 COMMANDS = ["report", "plot", "filter"]
 # Data, plotting and model libraries: none may load for --help.
-HEAVY = ("polars", "matplotlib", "vllm", "torch", "transformers", "openai")
+HEAVY = ("polars", "matplotlib", "vllm", "torch", "transformers", "openai", "ray")
 
 
 def registered_commands() -> list[str]:
