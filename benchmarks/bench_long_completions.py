@@ -83,6 +83,9 @@ def child(data: Path, out: Path, chars: str | None) -> None:
             runs=RUNS,
             out=out,
             grader="numeric",
+            # Room for the longest completion: the fake backend cuts a text at max_tokens
+            # (one character a token), as an engine would.
+            max_tokens=32768,
             engine_options=engine,
         )
     )
