@@ -72,12 +72,15 @@ class FakeBackend:
             gens = []
             for _ in range(req.n):
                 ok = rng.random() < rate
+                text = answer if ok else f"{answer}9"
+                # One character is one token: a text longer than max_tokens is cut there.
+                cut = len(text) > sampling.max_tokens
                 gens.append(
                     Generation(
-                        text=answer if ok else f"{answer}9",
-                        finish_reason="stop",
+                        text=text[: sampling.max_tokens] if cut else text,
+                        finish_reason="length" if cut else "stop",
                         prompt_tokens=len(prompt),
-                        completion_tokens=len(answer),
+                        completion_tokens=min(len(text), sampling.max_tokens),
                     )
                 )
             out.append(gens)

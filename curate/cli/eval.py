@@ -13,6 +13,7 @@ from curate.backends.openai_options import OpenAIOptions
 from curate.backends.options import BackendOptions, flag_name
 from curate.backends.vllm_options import VllmOptions
 from curate.cli.errors import debug_enabled, handle_errors
+from curate.core.reasoning import DEFAULT_TRUNCATION
 from curate.engine.spec import DEFAULT_CHUNK_SIZE
 from curate.errors import UsageError
 from curate.graders.checks import DEFAULT_MAX_BAD_FRACTION
@@ -158,6 +159,17 @@ def eval_cmd(
             rich_help_panel=GRADING,
         ),
     ] = None,
+    truncated: Annotated[
+        str,
+        typer.Option(
+            "--truncated",
+            metavar="grade|wrong|error|exclude",
+            help="A rollout cut short (max_tokens, or reasoning never closed): grade it "
+            "as it stands (as verl and TRL do), score it 0, store an error row, or keep "
+            "it out of every statistic (DAPO's overlong filtering).",
+            rich_help_panel=GRADING,
+        ),
+    ] = DEFAULT_TRUNCATION,
     mode: Annotated[
         ModeChoice | None,
         typer.Option(
@@ -428,6 +440,7 @@ def eval_cmd(
         max_bad_references=max_bad_references,
         grader_timeout=grader_timeout,
         score_range=parse_score_range(score_range) if score_range is not None else None,
+        truncation=truncated,
     )
     if dry_run:
         _print_dry_run(opts, price_in, price_out, quiet=quiet)

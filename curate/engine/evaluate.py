@@ -22,6 +22,7 @@ from curate.backends.engine_output import engine_output_to, entered_quietly
 from curate.backends.options import BackendOptions
 from curate.backends.registry import backend_options, open_backend
 from curate.core.prompts import Mode
+from curate.core.reasoning import DEFAULT_TRUNCATION, TRUNCATION_POLICIES
 from curate.core.sampling import SamplingConfig
 from curate.data.samples import (
     FieldMap,
@@ -107,6 +108,9 @@ class EvalOptions:
     score_range: tuple[float, float] | None = None
     # A local engine's own output: to RUN/engine.log (True) or left on fds 1 and 2.
     engine_log: bool = True
+    # How a rollout cut short (max_tokens, or reasoning never closed) is scored and
+    # counted: curate.core.reasoning.TRUNCATION_POLICIES.
+    truncation: str = DEFAULT_TRUNCATION
 
     def backend_options(self) -> BackendOptions:
         """The backend's validated options."""
@@ -203,6 +207,10 @@ def evaluate(
     raises `Interrupted` (a KeyboardInterrupt) saying how many rollouts are stored."""
     if opts.runs < 1:
         raise UsageError("--runs must be at least 1")
+    if opts.truncation not in TRUNCATION_POLICIES:
+        raise UsageError(
+            f"--truncated must be one of {', '.join(TRUNCATION_POLICIES)}, not {opts.truncation!r}"
+        )
     policy = adaptive_policy(opts)
     options = opts.backend_options()  # an unknown backend or bad option: before any work
     pf = preflight(opts)
@@ -261,6 +269,7 @@ def _evaluate(
         grader_reason=pf.grader_reason,
         grader_timeout_s=opts.grader_timeout,
         score_range=list(opts.score_range) if opts.score_range is not None else None,
+        truncation=opts.truncation,
     )
     # Refuse a mismatched resume before paying for an engine start.
     skip = {"chat_template_sha256"} | ({"mode"} if mode is None else set())
@@ -305,6 +314,7 @@ def _evaluate(
                 seed=opts.seed,
                 runs=opts.runs,
                 chunk_size=opts.chunk_size,
+                truncation=opts.truncation,
             )
             store.create()
             store.write_samples(frame)

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
+from curate.core.reasoning import truncation_of
 from curate.errors import InputError, one_line
 from curate.store.run_dir import RolloutStore, is_run_dir, pairs_distinct, run_bits
 from curate.store.schema import REQUIRED_SCORE_COLUMNS, TOKEN_COLUMNS
@@ -114,8 +115,28 @@ def load_scores(path: str | os.PathLike[str]) -> ScoreSource:
         frame = store.rollouts(cols)
         if frame.height == 0:
             raise InputError("run directory has no rollouts yet", path=path)
+        if excludes_truncated(manifest) and "truncated" in frame.columns:
+            frame = frame.filter(_kept())
+            if frame.height == 0:
+                raise InputError(
+                    "every rollout is cut short and the run excludes them (--truncated exclude)",
+                    path=path,
+                )
         frame = _validate(frame, path)
         return ScoreSource(path=path, rollouts=frame, manifest=manifest, store=store)
+
+
+def excludes_truncated(manifest: dict[str, Any] | None) -> bool:
+    """Whether the run leaves its cut-short rollouts out of the statistics (they stay
+    stored): `--truncated exclude`, the one place every reader of scores asks."""
+    return truncation_of(manifest) == "exclude"
+
+
+def _kept() -> pl.Expr:
+    """Rows an `exclude` run counts: not cut short."""
+    import polars as pl
+
+    return ~pl.col("truncated").fill_null(False)
 
     table_format(path)  # unknown suffix -> InputError before reading
     try:
@@ -345,8 +366,9 @@ def _one_scan(path: Path) -> ScoreRead | None:
         rollouts=rollouts,
         manifest=plan.manifest,
         store=plan.store,
+        # An `exclude` run's scan skipped rows that were paid for too: usage reads all.
         _tokens=tokens,
-        _tokens_read=True,
+        _tokens_read=not (plan.store is not None and excludes_truncated(plan.manifest)),
         # The rows are in memory now: the error texts cost nothing more to keep.
         _errors=frame["error"].drop_nulls(),
     )
@@ -559,7 +581,13 @@ def _one_pass_plan(path: Path) -> _Plan | None:
             return None
         # The report counts tokens only when the run records both (as it always did).
         tokens = [c for c in TOKEN_COLUMNS if c in cols] if set(TOKEN_COLUMNS) <= set(cols) else []
-        lf = store.scan([*SCORE_COLUMNS, *tokens]).drop("_shard")
+        if excludes_truncated(manifest):
+            if "truncated" not in cols:
+                return None
+            lf = store.scan([*SCORE_COLUMNS, *tokens, "truncated"]).filter(_kept())
+            lf = lf.drop("_shard", "truncated")
+        else:
+            lf = store.scan([*SCORE_COLUMNS, *tokens]).drop("_shard")
         return _Plan(lf.rename({"score": "_score"}), True, manifest, store)
 
     # Existence first: a missing path is load_scores' to name, not an unknown format.
@@ -775,7 +803,11 @@ def read_answers(path: str | os.PathLike[str]) -> pl.DataFrame | None:
     cols = ["sample_id", "score", "error", ANSWER_COLUMN]
     if path.is_dir():
         store = RolloutStore(path)
-        frame = store.rollouts([*SCORE_COLUMNS, ANSWER_COLUMN])
+        manifest = store.read_manifest() if store.exists() else None
+        exclude = excludes_truncated(manifest) and "truncated" in _shard_columns(store)
+        frame = store.rollouts([*SCORE_COLUMNS, ANSWER_COLUMN, *(["truncated"] if exclude else [])])
+        if exclude:
+            frame = frame.filter(_kept())
         if frame.height == 0:
             raise InputError("run directory has no rollouts yet", path=path)
         return _validate(frame, path).select(cols)
