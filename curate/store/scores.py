@@ -125,19 +125,6 @@ def load_scores(path: str | os.PathLike[str]) -> ScoreSource:
         frame = _validate(frame, path)
         return ScoreSource(path=path, rollouts=frame, manifest=manifest, store=store)
 
-
-def excludes_truncated(manifest: dict[str, Any] | None) -> bool:
-    """Whether the run leaves its cut-short rollouts out of the statistics (they stay
-    stored): `--truncated exclude`, the one place every reader of scores asks."""
-    return truncation_of(manifest) == "exclude"
-
-
-def _kept() -> pl.Expr:
-    """Rows an `exclude` run counts: not cut short."""
-    import polars as pl
-
-    return ~pl.col("truncated").fill_null(False)
-
     table_format(path)  # unknown suffix -> InputError before reading
     try:
         # A .json file may hold one JSON array, which only the eager reader understands.
@@ -164,6 +151,19 @@ def _kept() -> pl.Expr:
     frame = _validate(frame, path)
     frame = _resolve_duplicates(frame, path)
     return ScoreSource(path=path, rollouts=frame, _tokens=tokens, _tokens_read=True)
+
+
+def excludes_truncated(manifest: dict[str, Any] | None) -> bool:
+    """Whether the run leaves its cut-short rollouts out of the statistics (they stay
+    stored): `--truncated exclude`, the one place every reader of scores asks."""
+    return truncation_of(manifest) == "exclude"
+
+
+def _kept() -> pl.Expr:
+    """Rows an `exclude` run counts: not cut short."""
+    import polars as pl
+
+    return ~pl.col("truncated").fill_null(False)
 
 
 # ---------------------------------------------------------------- the one-scan read
