@@ -763,6 +763,52 @@ def _resolve_duplicates(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
     return frame.unique(subset=["sample_id", "run_idx"], keep="first", maintain_order=True)
 
 
+# ------------------------------------------------ lengths (the report's truncation section)
+
+LENGTH_COLUMNS = ("sample_id", "score", "error", "truncated", "completion_tokens")
+
+
+def read_lengths(path: str | os.PathLike[str]) -> pl.DataFrame | None:
+    """LENGTH_COLUMNS of every rollout (de-duplicated as the store reads them; a table's
+    rows as they are, without `truncated` read as not cut short), or None when the input
+    has no `completion_tokens`. Cut-short rollouts are included whatever the run's
+    truncation policy: this is where they are counted. No text column is read."""
+    import polars as pl
+
+    path = Path(path)
+    try:
+        if path.is_dir():
+            if not is_run_dir(path):
+                return None
+            store = RolloutStore(path)
+            have = _shard_columns(store)
+            if "completion_tokens" not in have:
+                return None
+            cols = [c for c in LENGTH_COLUMNS if c in have]
+            frame = store.rollouts(cols)
+        else:
+            if not path.is_file() or path.suffix.lower() not in TABLE_SUFFIXES:
+                return None
+            lf = read_table(path).lazy() if _is_json(path) else scan_table(path)
+            names = lf.collect_schema().names()
+            if "completion_tokens" not in names or "sample_id" not in names or "score" not in names:
+                return None
+            frame = lf.select(c for c in LENGTH_COLUMNS if c in names).collect()
+        missing = [c for c in LENGTH_COLUMNS if c not in frame.columns]
+        frame = frame.with_columns(
+            *(pl.lit(None, dtype=pl.String if c == "error" else pl.Boolean).alias(c) for c in missing)
+        )
+        return frame.select(
+            pl.col("sample_id").cast(pl.String),
+            pl.col("score").cast(pl.Float64, strict=False),
+            pl.col("error").cast(pl.String),
+            pl.col("truncated").cast(pl.Boolean, strict=False),
+            pl.col("completion_tokens").cast(pl.Int64, strict=False),
+        )
+    except _input_errors():  # optional section: the scores' own read names real problems
+        return None
+
+
 # ------------------------------------------------ extracted answers (suspect labels)
 
 # The column holding what the grader extracted from each completion.
