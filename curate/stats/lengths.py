@@ -131,7 +131,9 @@ def length_warnings(section: dict[str, Any]) -> list[str]:
             "their scores say more about the length limit than about the model"
         )
         if section.get("recommended_max_tokens") is not None:
-            line += f"; right answers finish within {section['recommended_max_tokens']} tokens (p99)"
+            line += (
+                f"; right answers finish within {section['recommended_max_tokens']} tokens (p99)"
+            )
         else:
             line += "; raise --max-tokens"
         out.append(line)

@@ -796,7 +796,10 @@ def read_lengths(path: str | os.PathLike[str]) -> pl.DataFrame | None:
             frame = lf.select(c for c in LENGTH_COLUMNS if c in names).collect()
         missing = [c for c in LENGTH_COLUMNS if c not in frame.columns]
         frame = frame.with_columns(
-            *(pl.lit(None, dtype=pl.String if c == "error" else pl.Boolean).alias(c) for c in missing)
+            *(
+                pl.lit(None, dtype=pl.String if c == "error" else pl.Boolean).alias(c)
+                for c in missing
+            )
         )
         return frame.select(
             pl.col("sample_id").cast(pl.String),

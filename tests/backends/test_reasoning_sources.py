@@ -54,5 +54,7 @@ def test_unknown_reasoning_parser_is_one_line() -> None:
     pytest.importorskip("vllm")
     from curate.backends.vllm_local import reasoning_parser_class
 
-    with pytest.raises(UsageError, match=r"--reasoning-parser: no parser 'nope' in vLLM \(known: .*deepseek_r1"):
+    with pytest.raises(
+        UsageError, match=r"--reasoning-parser: no parser 'nope' in vLLM \(known: .*deepseek_r1"
+    ):
         reasoning_parser_class("nope")
