@@ -170,6 +170,15 @@ def eval_cmd(
             rich_help_panel=GRADING,
         ),
     ] = DEFAULT_TRUNCATION,
+    context_check: Annotated[
+        bool,
+        typer.Option(
+            "--context-check/--no-context-check",
+            help="Before starting, refuse a run whose longest prompt plus --max-tokens "
+            "exceeds the model's context window.",
+            rich_help_panel=RUN,
+        ),
+    ] = True,
     mode: Annotated[
         ModeChoice | None,
         typer.Option(
@@ -344,6 +353,9 @@ def eval_cmd(
     trust_remote_code: Annotated[
         bool, _flag(VllmOptions, "trust_remote_code")
     ] = VllmOptions.flag_default("trust_remote_code"),
+    reasoning_parser: Annotated[
+        str | None, _flag(VllmOptions, "reasoning_parser")
+    ] = VllmOptions.flag_default("reasoning_parser"),
     base_url: Annotated[str | None, _flag(OpenAIOptions, "base_url")] = None,
     api_key_env: Annotated[str | None, _flag(OpenAIOptions, "api_key_env")] = None,
     concurrency: Annotated[int | None, _flag(OpenAIOptions, "concurrency")] = None,
@@ -441,6 +453,7 @@ def eval_cmd(
         grader_timeout=grader_timeout,
         score_range=parse_score_range(score_range) if score_range is not None else None,
         truncation=truncated,
+        context_check=context_check,
     )
     if dry_run:
         _print_dry_run(opts, price_in, price_out, quiet=quiet)

@@ -111,6 +111,9 @@ class EvalOptions:
     # How a rollout cut short (max_tokens, or reasoning never closed) is scored and
     # counted: curate.core.reasoning.TRUNCATION_POLICIES.
     truncation: str = DEFAULT_TRUNCATION
+    # The longest prompt plus max_tokens checked against the model's context window
+    # before anything starts (curate/engine/context.py).
+    context_check: bool = True
 
     def backend_options(self) -> BackendOptions:
         """The backend's validated options."""
@@ -219,14 +222,36 @@ def evaluate(
             from curate.backends.vllm_options import check_model_source
 
             check_model_source(opts.model)  # a typo fails now, not after a minute of retries
+            parser = getattr(options, "reasoning_parser", None)
+            if parser:
+                from curate.backends.vllm_local import reasoning_parser_class
+
+                reasoning_parser_class(parser)  # before the engine log or anything is written
         if announce is not None:
             announce(pf)
         refusal = pf.refusal(opts.data)
         if refusal is not None:
             raise refusal
+        if opts.context_check:
+            _check_context(opts, pf)
         return _evaluate(opts, progress, policy, options, pf, status)
     finally:
         pf.close()
+
+
+def _check_context(opts: EvalOptions, pf: Preflight) -> None:
+    """Refuse (UsageError, before anything is written) a run whose longest prompt plus
+    max_tokens does not fit the model's context window."""
+    from curate.data.samples import build_prompts
+    from curate.engine.context import check_context
+
+    mode = opts.known_mode() or "chat"
+    prompts = build_prompts(pf.frame, pf.fields, mode, system=opts.system, source=opts.data)
+    ids = pf.frame["sample_id"].to_list()
+    check = check_context(opts, dict(zip(ids, prompts, strict=True)), mode)
+    refusal = check.refusal() if check is not None else None
+    if refusal is not None:
+        raise refusal
 
 
 def _evaluate(
