@@ -115,7 +115,7 @@ def parsed(parser: Any, text: str, finish_reason: str | None) -> Generation:
     # A parser says "no end" only by leaving content None, as it also does for an
     # empty answer: the end string in the text tells the two apart.
     end = getattr(parser, "reasoning_end_str", None)
-    closed = content is not None or (bool(end) and end in text)
+    closed = content is not None or (isinstance(end, str) and bool(end) and end in text)
     return Generation(
         text=content, finish_reason=finish_reason, reasoning=reasoning, reasoning_closed=closed
     )

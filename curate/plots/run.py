@@ -51,20 +51,6 @@ def plot_run(
             target.parent.mkdir(exist_ok=True)
         return save_figure(fig, target)
 
-
-def _length_plot(run: Path) -> Figure:
-    """The length plot of `run`: the report's own `lengths` figures."""
-    from curate.analysis.lengths import load_lengths
-    from curate.plots import length_figure
-    from curate.store.scores import load_scores
-
-    source = load_scores(run)  # bad input: the scores' own one-line error, first
-    lengths = load_lengths(run, source.manifest)
-    if lengths is None:
-        raise InputError(
-            "no completion_tokens column: the length plot needs token counts", path=run
-        )
-    return length_figure(lengths.rows, lengths.section, title=f"Completion length: {run.name}")
     loaded = load_analysis(run, threshold=threshold, group_size=group_size)
     if kind == "variance":
         fig = variance_figure(
@@ -91,3 +77,18 @@ def _length_plot(run: Path) -> Figure:
         # Only now: bad input must not leave a new plots/ directory behind.
         target.parent.mkdir(exist_ok=True)
     return save_figure(fig, target)
+
+
+def _length_plot(run: Path) -> Figure:
+    """The length plot of `run`: the report's own `lengths` figures."""
+    from curate.analysis.lengths import load_lengths
+    from curate.plots import length_figure
+    from curate.store.scores import load_scores
+
+    source = load_scores(run)  # bad input: the scores' own one-line error, first
+    lengths = load_lengths(run, source.manifest)
+    if lengths is None:
+        raise InputError(
+            "no completion_tokens column: the length plot needs token counts", path=run
+        )
+    return length_figure(lengths.rows, lengths.section, title=f"Completion length: {run.name}")

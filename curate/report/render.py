@@ -411,8 +411,8 @@ def render_table(
         table = Table(title="completion tokens by outcome")
         for name in ("outcome", "rollouts", "p50", "p90", "p99", "max"):
             table.add_column(name, justify="left" if name == "outcome" else "right")
-        for row in length_rows(lengths):
-            table.add_row(*row)
+        for cells in length_rows(lengths):
+            table.add_row(*cells)
         console.print(table)
         for line in length_lines(lengths):
             console.print(line, highlight=False)

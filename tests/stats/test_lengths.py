@@ -18,7 +18,7 @@ def _rows() -> pl.DataFrame:
             "score": [1.0] * 10 + [0.0, 0.0, 1.0, 0.0] + [None, 0.0],
             "error": [None] * 14 + ["boom", None],
             "truncated": [False] * 10 + [True, True, True, False] + [None, False],
-            "completion_tokens": right + [200, 200, 200, 50] + [None, 20],
+            "completion_tokens": [*right, 200, 200, 200, 50, None, 20],
         }
     )
 
