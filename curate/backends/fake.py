@@ -109,13 +109,14 @@ class FakeBackend:
                 text = answer if ok else f"{answer}9"
                 if self.completion_chars is not None:
                     text = long_text(rng, *self.completion_chars) + text
+                # One character is one token: a text longer than max_tokens is cut there.
+                cut = len(text) > sampling.max_tokens
                 gens.append(
                     Generation(
-                        text=text,
-                        finish_reason="stop",
+                        text=text[: sampling.max_tokens] if cut else text,
+                        finish_reason="length" if cut else "stop",
                         prompt_tokens=len(prompt),
-                        # About four characters a token, as for English text.
-                        completion_tokens=max(1, len(text) // 4),
+                        completion_tokens=min(len(text), sampling.max_tokens),
                     )
                 )
             out.append(gens)

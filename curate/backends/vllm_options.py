@@ -30,6 +30,11 @@ class VllmOptions(BackendOptions):
     # "auto" on the CPU build keeps a float32 checkpoint in float32 (see engine_dtype).
     dtype: str = option("auto", "Weight dtype; auto: the model's own")
     trust_remote_code: bool = option(False, "Run code from the model's repository")
+    reasoning_parser: str | None = option(
+        None,
+        "vLLM reasoning parser (deepseek_r1, qwen3, ...) that separates the reasoning; "
+        "without it the text is split at </think>",
+    )
 
 
 def local_config(model: str) -> dict[str, Any]:

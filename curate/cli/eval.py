@@ -13,6 +13,7 @@ from curate.backends.openai_options import OpenAIOptions
 from curate.backends.options import BackendOptions, flag_name
 from curate.backends.vllm_options import VllmOptions
 from curate.cli.errors import debug_enabled, handle_errors
+from curate.core.reasoning import DEFAULT_TRUNCATION
 from curate.engine.spec import DEFAULT_CHUNK_SIZE
 from curate.errors import UsageError
 from curate.graders.checks import DEFAULT_MAX_BAD_FRACTION
@@ -158,6 +159,26 @@ def eval_cmd(
             rich_help_panel=GRADING,
         ),
     ] = None,
+    truncated: Annotated[
+        str,
+        typer.Option(
+            "--truncated",
+            metavar="grade|wrong|error|exclude",
+            help="A rollout cut short (max_tokens, or reasoning never closed): grade it "
+            "as it stands (as verl and TRL do), score it 0, store an error row, or keep "
+            "it out of every statistic (DAPO's overlong filtering).",
+            rich_help_panel=GRADING,
+        ),
+    ] = DEFAULT_TRUNCATION,
+    context_check: Annotated[
+        bool,
+        typer.Option(
+            "--context-check/--no-context-check",
+            help="Before starting, refuse a run whose longest prompt plus --max-tokens "
+            "exceeds the model's context window.",
+            rich_help_panel=RUN,
+        ),
+    ] = True,
     mode: Annotated[
         ModeChoice | None,
         typer.Option(
@@ -332,6 +353,9 @@ def eval_cmd(
     trust_remote_code: Annotated[
         bool, _flag(VllmOptions, "trust_remote_code")
     ] = VllmOptions.flag_default("trust_remote_code"),
+    reasoning_parser: Annotated[
+        str | None, _flag(VllmOptions, "reasoning_parser")
+    ] = VllmOptions.flag_default("reasoning_parser"),
     base_url: Annotated[str | None, _flag(OpenAIOptions, "base_url")] = None,
     api_key_env: Annotated[str | None, _flag(OpenAIOptions, "api_key_env")] = None,
     concurrency: Annotated[int | None, _flag(OpenAIOptions, "concurrency")] = None,
@@ -428,6 +452,8 @@ def eval_cmd(
         max_bad_references=max_bad_references,
         grader_timeout=grader_timeout,
         score_range=parse_score_range(score_range) if score_range is not None else None,
+        truncation=truncated,
+        context_check=context_check,
     )
     if dry_run:
         _print_dry_run(opts, price_in, price_out, quiet=quiet)

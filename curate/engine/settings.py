@@ -9,6 +9,7 @@ from typing import Any
 
 from curate import __version__
 from curate.core.prompts import Mode
+from curate.core.reasoning import DEFAULT_TRUNCATION, TRUNCATION_KEY, truncation_of
 from curate.core.sampling import SamplingConfig
 
 # Manifest keys whose change would change the scores: a resume must refuse them.
@@ -28,6 +29,7 @@ SCORE_KEYS = (
     "dataset_sha256",
     "reference_extract",
     "score_range",
+    "truncation",
 )
 # A run made before reference extraction graded the references as given: its manifest
 # has no `reference_extract`, which compares equal to the extractor "none".
@@ -63,6 +65,8 @@ class EvalSettings:
     grader_reason: str | None = None  # why this grader: "as given" or the automatic choice
     grader_timeout_s: float | None = None
     score_range: list[float] | None = None  # [low, high] of a ranged reward
+    # How a rollout cut short is scored and counted (curate.core.reasoning).
+    truncation: str = DEFAULT_TRUNCATION
 
     def manifest(self, *, previous: dict[str, Any] | None = None) -> dict[str, Any]:
         """The manifest body. Secrets never enter it: settings hold no keys."""
@@ -87,7 +91,12 @@ def score_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     diffs = []
     for key in SCORE_KEYS:
         a, b = old.get(key), new.get(key)
-        if key == "reference_extract":
+        if key == TRUNCATION_KEY:
+            # A run made before the policy existed graded cut-short rollouts as they stood.
+            a, b = truncation_of(old), truncation_of(new)
+            if a != b:
+                diffs.append(f"--truncated {a!r} -> {b!r}")
+        elif key == "reference_extract":
             a, b = extract_mode_of(a), extract_mode_of(b)
             if a != b:
                 diffs.append(f"reference extraction {a!r} -> {b!r}")

@@ -57,6 +57,8 @@ def build_report(
     has extracted answers and few enough rollouts for the check to be cheap (None;
     `curate.analysis.suspects.report_suspects`)."""
     from curate.analysis import load_analysis
+    from curate.analysis.lengths import load_lengths
+    from curate.stats.lengths import length_warnings
     from curate.stats.suspects import check_parameters
 
     check_parameters(suspect_min_n, suspect_min_share)  # before the read: fail fast
@@ -76,6 +78,12 @@ def build_report(
     )
     # Token counts (and cost, given prices) when the input has them; else no section.
     usage = loaded.usage(price_in, price_out)
+    # Lengths by outcome and truncation, when the input has completion token counts
+    # (a second, narrow read: token counts and outcomes only, never the text).
+    lengths = load_lengths(path, loaded.manifest)
+    if lengths is not None:
+        loaded.summary.extra["lengths"] = lengths.section
+        loaded.summary.warnings.extend(length_warnings(lengths.section))
     check = None
     if suspects is not False:
         from curate.analysis.suspects import report_suspects
