@@ -1,5 +1,6 @@
 """The fake backend's long completions (`completion_chars`): deterministic per seed, within
-the asked length, a think block without digits before the answer, graded like any other."""
+the asked length, a think block without digits before the answer, stored as the reasoning
+and graded like any other completion."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from curate.engine.evaluate import evaluate
 from curate.store.run_dir import RolloutStore
 from tests.conftest import fake_eval_options
 
-SAMPLING = SamplingConfig(temperature=1.0, top_p=1.0, max_tokens=16)
+SAMPLING = SamplingConfig(temperature=1.0, top_p=1.0, max_tokens=20000)
 
 
 def _texts(backend: FakeBackend, seed: int) -> list[str | None]:
@@ -55,11 +56,16 @@ def test_long_completions_graded_and_stored(tmp_path: Path) -> None:
         '{"id": "b", "question": "What is 3 + 3?", "answer": "6"}\n'
     )
     answers = {"What is 2 + 2?": ("4", 1.0), "What is 3 + 3?": ("6", 0.0)}
-    opts = fake_eval_options(data, tmp_path / "run", answers, grader="numeric", runs=4)
+    opts = fake_eval_options(
+        data, tmp_path / "run", answers, grader="numeric", runs=4, max_tokens=20000
+    )
     opts.engine_options["completion_chars"] = (4000, 16000)  # type: ignore[index]
     outcome = evaluate(opts)
     assert outcome.result.rollouts == 8 and outcome.result.errors == 0
     rows = RolloutStore(outcome.run_dir).rollouts().sort("sample_id", "run_idx")
-    assert rows["completion"].str.len_chars().min() >= 4000  # type: ignore[operator]
+    # The think block is stored apart from the answer, as the reasoning.
+    assert rows["reasoning"].str.len_chars().min() >= 4000  # type: ignore[operator]
+    assert rows["completion"].to_list() == ["4"] * 4 + ["69"] * 4
+    assert not rows["truncated"].any()
     assert rows.filter(rows["sample_id"] == "a")["score"].to_list() == [1.0] * 4
     assert rows.filter(rows["sample_id"] == "b")["score"].to_list() == [0.0] * 4
