@@ -127,11 +127,14 @@ def run_child(data: Path, out: Path, chars: str | None) -> dict[str, Any]:
 
 
 def completion_bytes(run: Path) -> int:
+    """Bytes of model text stored: the answer and the reasoning kept apart from it."""
     import polars as pl
 
+    columns = pl.scan_parquet(run / "rollouts" / "*.parquet").collect_schema().names()
+    text = [c for c in ("completion", "reasoning") if c in columns]
     return int(
         pl.scan_parquet(run / "rollouts" / "*.parquet")
-        .select(pl.col("completion").str.len_bytes().sum())
+        .select(pl.sum_horizontal(pl.col(c).str.len_bytes().sum() for c in text))
         .collect()
         .item()
     )
@@ -164,7 +167,9 @@ def codecs(run: Path) -> None:
     shards = sorted((run / "rollouts").glob("part-*.parquet"))
     shard = shards[len(shards) // 2]
     frame = pl.read_parquet(shard)
-    text = frame["completion"].str.len_bytes().sum()
+    text = sum(
+        frame[c].str.len_bytes().sum() for c in ("completion", "reasoning") if c in frame.columns
+    )
     print(f"\ncodecs on one shard ({frame.height} rollouts, {text / MIB:.1f} MiB of completions):")
     print(
         f"  {'codec':<10} {'MiB':>7} {'B/rollout':>10} {'write CPU s':>11} {'MiB/CPU s':>9} "

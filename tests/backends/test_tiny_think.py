@@ -131,11 +131,11 @@ def test_offline_engine_and_server_agree(think_server: Any, data: Path, tmp_path
     columns = ["sample_id", "run_idx", "reasoning", "reasoning_closed", "completion", "score"]
     columns += ["truncated", "finish_reason"]
     assert offline.select(columns).equals(served.select(columns))
-    # The reasoning is apart: no tag in either column, and every closed thought is followed
-    # by an answer that the grader read.
+    # The reasoning is apart from the answer, without its tags. (The parser splits at the
+    # first </think>: a model that closes its thought twice keeps the rest in the answer.)
     assert offline["reasoning"].null_count() == 0
-    for col in ("reasoning", "completion"):
-        assert not offline[col].drop_nulls().str.contains("think>").any()
+    assert not offline["reasoning"].str.contains("think>").any()
+    assert not offline["completion"].drop_nulls().str.starts_with("<think>").any()
     # Some thoughts are cut by max_tokens, some are not; scores are mixed.
     truncated = int(offline["truncated"].sum())
     assert 0 < truncated < offline.height
