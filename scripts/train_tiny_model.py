@@ -160,10 +160,8 @@ def think_answer(question: str, answer: str) -> str:
 
 
 def build_tokenizer(think: bool = False):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
-
-    from tokenizers import AddedToken
 
     extra = THINK_TOKENS if think else []
     vocab = {tok: i for i, tok in enumerate(SPECIAL + ROLE_TOKENS + extra + CHARS)}
@@ -222,7 +220,7 @@ def make_batch(
     return input_ids, labels
 
 
-def make_portable(out: Path, think: bool = False) -> None:
+def make_portable(out: Path) -> None:
     """Rewrite the saved config files so that transformers 4 and 5 (and so vLLM) all read them.
 
     transformers 5 writes tokenizer_class "TokenizersBackend", "extra_special_tokens" as a list
@@ -347,7 +345,7 @@ def main() -> None:
     model.generation_config.pad_token_id = tok.pad_token_id
     model.save_pretrained(out, safe_serialization=True)
     tok.save_pretrained(out)
-    make_portable(out, think=args.think)
+    make_portable(out)
 
     total = time.perf_counter() - _T_START
     cpu = time.process_time()
