@@ -170,15 +170,15 @@ def eval_cmd(
             rich_help_panel=GRADING,
         ),
     ] = DEFAULT_TRUNCATION,
-    context_check: Annotated[
+    no_context_check: Annotated[
         bool,
         typer.Option(
-            "--context-check/--no-context-check",
-            help="Before starting, refuse a run whose longest prompt plus --max-tokens "
-            "exceeds the model's context window.",
+            "--no-context-check",
+            help="Start even when the longest prompt plus --max-tokens exceeds the "
+            "model's context window (checked before anything starts).",
             rich_help_panel=RUN,
         ),
-    ] = True,
+    ] = False,
     mode: Annotated[
         ModeChoice | None,
         typer.Option(
@@ -453,7 +453,7 @@ def eval_cmd(
         grader_timeout=grader_timeout,
         score_range=parse_score_range(score_range) if score_range is not None else None,
         truncation=truncated,
-        context_check=context_check,
+        context_check=not no_context_check,
     )
     if dry_run:
         _print_dry_run(opts, price_in, price_out, quiet=quiet)
