@@ -324,7 +324,6 @@ class RolloutStore:
     def completed_pairs(self) -> pl.DataFrame:
         """(sample_id, run_idx) pairs that have a scored (non-error) rollout, or one cut
         short under `--truncated error` (not redone)."""
-        import polars as pl
 
         cols = ["sample_id", "run_idx", "error"]
         shards = self.shard_paths()
