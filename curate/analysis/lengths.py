@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from curate.stats.lengths import length_summary, outcome_expr
+from curate.stats.lengths import length_summary
 from curate.store.scores import excludes_truncated, read_lengths
 
 if TYPE_CHECKING:
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class Lengths:
-    """The section (`length_summary`) and the rows it came from (with `outcome`)."""
+    """The section (`length_summary`) and the rows it came from (LENGTH_COLUMNS)."""
 
     section: dict[str, Any]
     rows: pl.DataFrame
@@ -31,14 +31,24 @@ def run_max_tokens(manifest: dict[str, Any] | None) -> int | None:
 
 
 def load_lengths(
-    path: str | os.PathLike[str], manifest: dict[str, Any] | None = None
+    path: str | os.PathLike[str],
+    manifest: dict[str, Any] | None = None,
+    *,
+    rows: pl.DataFrame | None = None,
+    samples_hint: int | None = None,
 ) -> Lengths | None:
     """Lengths and truncation of the input at `path` (None without token counts).
-    `manifest` is the run's, when the caller has read it."""
-    rows = read_lengths(path)
+    `manifest` is the run's, when the caller has read it; `rows` the length rows when
+    the caller's read already holds them (`ScoreRead.lengths`), `samples_hint` the
+    number of samples with a counted rollout when the caller knows it."""
+    if rows is None:
+        rows = read_lengths(path)
     if rows is None or rows.height == 0:
         return None
     section = length_summary(
-        rows, max_tokens=run_max_tokens(manifest), excluded=excludes_truncated(manifest)
+        rows,
+        max_tokens=run_max_tokens(manifest),
+        excluded=excludes_truncated(manifest),
+        samples_hint=samples_hint,
     )
-    return Lengths(section=section, rows=rows.with_columns(outcome_expr()))
+    return Lengths(section=section, rows=rows)

@@ -70,6 +70,7 @@ from curate.remote import (
     stream_from_loop,
 )
 from curate.remote.bridge import Emit
+from curate.remote.pool import EndpointPool
 
 # The core's pieces that callers of this module have always imported from here.
 __all__ = [
@@ -120,6 +121,8 @@ class ClientConfig:
     """How to talk to the endpoint. Holds no secret (the key is kept apart)."""
 
     base_url: str = DEFAULT_BASE_URL
+    # A pool of replicas (curate/remote/pool.py); empty: `base_url` alone.
+    base_urls: tuple[str, ...] = ()
     concurrency: int = 32
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
@@ -129,6 +132,16 @@ class ClientConfig:
     backoff_max: float = 30.0
     retry_after_max: float = 120.0  # a server asking for longer is not waited on past this
     transport: str = "auto"  # "aiohttp", "httpx", or auto: aiohttp when installed
+
+    @property
+    def urls(self) -> tuple[str, ...]:
+        """Every endpoint of the run: the pool's, or `base_url` alone."""
+        return self.base_urls or (self.base_url,)
+
+    @property
+    def where(self) -> str:
+        """The endpoint(s) for messages, without credentials."""
+        return ", ".join(redact_url(url) for url in self.urls)
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -197,6 +210,16 @@ def classify(exc: BaseException) -> Exception | None:
     if isinstance(exc, openai.APIResponseValidationError):
         return Retryable(MALFORMED, "malformed response")
     return None
+
+
+def replica_fault(exc: BaseException) -> bool:
+    """Whether a failed attempt counts against the replica that got it: it did not
+    answer (connection, timeout) or failed (5xx). A 4xx is the request's own fault
+    and a 429 a rate limit, which resting the replica would not cure faster."""
+    fault = classify(exc)
+    if fault is None:
+        return isinstance(exc, TimeoutError | ConnectionError)
+    return isinstance(fault, Retryable) and fault.cause in (CONNECTION, TIMEOUT, SERVER_ERROR)
 
 
 def _error_detail(exc: openai.APIStatusError) -> str:
@@ -382,6 +405,8 @@ class OpenAIBackend:
         self.key_env = key_env
         self.base_seed = base_seed
         self.stats = BackendStats()
+        # Kept across `stream` calls: a rested replica stays rested between chunks.
+        self.pool = EndpointPool(config.urls)
         self._key = api_key
         # What the endpoint accepts, learned from the first request that shows it
         # (None: not known yet). Kept across `stream` calls.
@@ -398,7 +423,15 @@ class OpenAIBackend:
             model=self.model,
             has_chat_template=True,
             chat_template_sha256=None,
-            extra={"base_url": redact_url(self.config.base_url), "openai_sdk": openai.__version__},
+            extra={
+                "base_url": redact_url(self.config.base_url),
+                **(
+                    {"base_urls": [redact_url(u) for u in self.config.urls]}
+                    if len(self.pool) > 1
+                    else {}
+                ),
+                "openai_sdk": openai.__version__,
+            },
         )
 
     def scrub(self, text: str) -> str:
@@ -448,18 +481,23 @@ class OpenAIBackend:
         emit: Emit[_Result],
     ) -> None:
         cfg = self.config
-        client = openai.AsyncOpenAI(
-            api_key=self._key.reveal(),
-            base_url=cfg.base_url,
-            max_retries=0,  # the core's, instead: counted, jittered, aware of 429 storms
-            timeout=cfg.timeout,
-            http_client=_http_client(cfg),
-        )
+        # One client per replica: the SDK binds a client to one base URL.
+        clients = [
+            openai.AsyncOpenAI(
+                api_key=self._key.reveal(),
+                base_url=url,
+                max_retries=0,  # the core's, instead: counted, jittered, aware of 429 storms
+                timeout=cfg.timeout,
+                http_client=_http_client(cfg),
+            )
+            for url in cfg.urls
+        ]
         try:
-            await _Run(self, client, sampling, mode, emit).execute(requests)
+            await _Run(self, clients, sampling, mode, emit).execute(requests)
         finally:
-            with contextlib.suppress(Exception):
-                await client.close()
+            for client in clients:
+                with contextlib.suppress(Exception):
+                    await client.close()
 
 
 def _http_client(cfg: ClientConfig) -> Any:
@@ -495,7 +533,7 @@ class _Run:
     def __init__(
         self,
         backend: OpenAIBackend,
-        client: openai.AsyncOpenAI,
+        clients: Sequence[openai.AsyncOpenAI],
         sampling: SamplingConfig,
         mode: Mode,
         emit: Emit[_Result],
@@ -522,11 +560,14 @@ class _Run:
         )
         self.probe_lock = asyncio.Lock()
         self.rejections = FailureStreak(REJECTION_STREAK)
-        self.endpoint = (
+        self.pool = backend.pool
+        # The replicas' endpoints, by the pool's replica index.
+        self.endpoints = [
             client.chat.completions.with_raw_response
             if mode == "chat"
             else client.completions.with_raw_response
-        )
+            for client in clients
+        ]
 
     async def execute(self, requests: list[GenerationRequest]) -> None:
         pending = list(enumerate(requests))
@@ -570,7 +611,7 @@ class _Run:
             self.emit((index, self._rejected_rows(refusal, req.seed, req.n)))
 
     def _unreachable(self, detail: str) -> RunError:
-        url = redact_url(self.cfg.base_url)
+        url = self.cfg.where
         return RunError(self.b.scrub(f"cannot reach {url}: {detail}") + f" ({_URL_HINT})")
 
     async def _work(self, item: tuple[int, GenerationRequest]) -> None:
@@ -706,7 +747,7 @@ class _Run:
         return self._fatal(rejected)
 
     def _fatal(self, rejected: Rejected) -> RunError:
-        url = redact_url(self.cfg.base_url)
+        url = self.cfg.where
         status, detail = rejected.status, rejected.detail
         if status == 404:
             msg = f"model '{self.b.model}' not found at {url}: 404"
@@ -731,8 +772,18 @@ class _Run:
         estimate = prompt_chars(prompt) / 4 + n * self.sampling.max_tokens
 
         async def send() -> bytes:
-            raw = await self.endpoint.create(**body)
-            return raw.content  # read within the attempt's timeout
+            replica = self.pool.pick()  # the replica with the fewest requests in flight
+            fault = True  # a timeout cancels this attempt: the replica's fault
+            try:
+                raw = await self.endpoints[replica.index].create(**body)
+                content = raw.content  # read within the attempt's timeout
+                fault = False
+                return content
+            except Exception as exc:
+                fault = replica_fault(exc)
+                raise
+            finally:
+                self.pool.finished(replica, fault=fault, rollouts=0 if fault else n)
 
         def handle(content: bytes, attempt: Attempt) -> list[Generation]:
             return self._parse(content, n, seed, estimate, attempt)
@@ -744,7 +795,7 @@ class _Run:
         except EndpointDown as down:
             if not self.caller.answered:
                 raise self._unreachable(f"{CONNECTION}: {down.last.message}") from None
-            url = redact_url(self.cfg.base_url)
+            url = self.cfg.where
             raise RunError(
                 f"lost {url}: {down.failures} attempts in a row failed to connect over "
                 f"{down.seconds:.0f} s ({self.b.scrub(down.last.message)}); the finished "
@@ -879,11 +930,13 @@ def open_openai(
         if key_env != DEFAULT_KEY_ENV:
             raise UsageError(f"--api-key-env: the environment variable {key_env} is not set")
         key = PLACEHOLDER_KEY
-    url = opts.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-    if not urlsplit(url).scheme.startswith("http"):
-        raise UsageError(f"--base-url must be an http(s) URL, not {redact_url(url)!r}")
+    urls = opts.urls() or (os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL,)
+    for url in urls:
+        if not urlsplit(url).scheme.startswith("http"):
+            raise UsageError(f"--base-url must be an http(s) URL, not {redact_url(url)!r}")
     config = ClientConfig(
-        base_url=url,
+        base_url=urls[0],
+        base_urls=urls if len(urls) > 1 else (),
         concurrency=opts.concurrency,
         requests_per_minute=opts.requests_per_minute,
         tokens_per_minute=opts.tokens_per_minute,
@@ -898,3 +951,6 @@ def open_openai(
     # After a completed run only: a stopped run ends with its one-line error alone.
     if backend.stats.requests:
         log.info("openai: %s", backend.stats.summary())
+        if len(backend.pool) > 1:
+            for line in backend.pool.lines():
+                log.info("openai: %s", line)

@@ -30,8 +30,13 @@ class OpenAIOptions(BackendOptions):
     # flags default to None and their help states the default.
     flags_default_to_none = True
 
-    base_url: str | None = option(
-        None, "endpoint URL", default_help="$OPENAI_BASE_URL, else OpenAI's"
+    # Several URLs (--base-url repeated) make a pool of replicas of one model
+    # (curate/remote/pool.py): a tuple here, a list in the manifest.
+    base_url: str | tuple[str, ...] | None = option(
+        None,
+        "endpoint URL; repeat it for a pool of replicas of the model (each request goes to "
+        "the one with the fewest in flight, a failing one is rested)",
+        default_help="$OPENAI_BASE_URL, else OpenAI's",
     )
     api_key_env: str = option(
         DEFAULT_KEY_ENV,
@@ -57,12 +62,34 @@ class OpenAIOptions(BackendOptions):
     backoff_max: float = option(30.0, "longest retry delay in seconds", min=0.0, flag=False)
     transport: str = option("auto", "HTTP transport of the SDK client", flag=False)
 
+    def __post_init__(self) -> None:
+        # One URL stays a string (as runs made before pools recorded it); several, a tuple.
+        urls = self.base_url
+        if isinstance(urls, list | tuple):
+            if not urls:
+                urls = None
+            elif len(urls) == 1:
+                urls = str(urls[0])
+            else:
+                urls = tuple(str(u) for u in urls)
+            object.__setattr__(self, "base_url", urls)
+        super().__post_init__()
+
+    def urls(self) -> tuple[str, ...]:
+        """The URLs given (empty: none, the environment's or OpenAI's then)."""
+        if self.base_url is None:
+            return ()
+        return (self.base_url,) if isinstance(self.base_url, str) else tuple(self.base_url)
+
     def validate(self) -> None:
         super().validate()
+        urls = self.urls()
+        if len(set(urls)) < len(urls):
+            raise UsageError("--base-url: the same URL is given twice")
         if not _ENV_NAME.fullmatch(str(self.api_key_env)):
             # Do not echo the value: it may be the key, pasted where its name belongs.
             raise UsageError("--api-key-env takes the NAME of an environment variable, not a key")
-        if self.base_url is not None and urlsplit(str(self.base_url)).password:
+        if any(urlsplit(url).password for url in urls):
             raise UsageError(
                 "--base-url must not carry a password: put the key in an environment "
                 "variable and name it with --api-key-env"
@@ -72,4 +99,6 @@ class OpenAIOptions(BackendOptions):
         recorded = super().record()
         # Where the key comes from is part of the record (its name only, never its value).
         recorded.setdefault("api_key_env", self.api_key_env)
+        if isinstance(recorded.get("base_url"), tuple):
+            recorded["base_url"] = list(recorded["base_url"])  # as JSON reads it back
         return recorded

@@ -13,10 +13,13 @@ import typer
 
 from curate import __version__
 from curate.cli import allocate as allocate_cmd
+from curate.cli import compare as compare_cmd
 from curate.cli import eval as eval_cmd
 from curate.cli import filter as filter_cmd
+from curate.cli import ingest as ingest_cmd
 from curate.cli import plot as plot_cmd
 from curate.cli import report as report_cmd
+from curate.cli import status as status_cmd
 
 # Help wider than this is hard to read on a wide terminal (rich fills the whole width):
 # typer's TERMINAL_WIDTH caps it, never above the terminal's own width. A width the user
@@ -61,11 +64,16 @@ app.command("report")(report_cmd.report)
 app.command("plot")(plot_cmd.plot)
 app.command("filter")(filter_cmd.filter_samples)
 app.command("allocate")(allocate_cmd.allocate)
+app.command("compare")(compare_cmd.compare)
+app.command("ingest")(ingest_cmd.ingest)
+app.command("status")(status_cmd.status)
 
 
 # Commands that hold nothing needing teardown when they return (their files are
 # written and renamed by then): the console script ends them with os._exit.
-_FAST_EXIT_COMMANDS = frozenset({"report", "plot", "filter", "allocate"})
+_FAST_EXIT_COMMANDS = frozenset(
+    {"report", "plot", "filter", "allocate", "compare", "status", "ingest"}
+)
 
 
 def main() -> None:

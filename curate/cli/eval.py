@@ -19,6 +19,7 @@ from curate.errors import UsageError
 from curate.graders.checks import DEFAULT_MAX_BAD_FRACTION
 
 if TYPE_CHECKING:
+    from curate.core.shards import ShardSpec
     from curate.engine import adaptive as _adaptive
     from curate.engine.evaluate import EvalOptions
     from curate.engine.preflight import Preflight
@@ -145,7 +146,8 @@ def eval_cmd(
         typer.Option(
             metavar="SECONDS",
             help="Deadline per call of graders that run in worker processes (math, "
-            "python:, verl, trl:); a call past it is an error row.",
+            "python:, verl, trl:); a call past it is an error row. For --grader code: "
+            "the wall clock of each test case (a case past it is a timeout).",
             rich_help_panel=GRADING,
         ),
     ] = 10.0,
@@ -170,15 +172,35 @@ def eval_cmd(
             rich_help_panel=GRADING,
         ),
     ] = DEFAULT_TRUNCATION,
-    context_check: Annotated[
+    no_context_check: Annotated[
         bool,
         typer.Option(
-            "--context-check/--no-context-check",
-            help="Before starting, refuse a run whose longest prompt plus --max-tokens "
-            "exceeds the model's context window.",
+            "--no-context-check",
+            help="Start even when the longest prompt plus --max-tokens exceeds the "
+            "model's context window (checked before anything starts).",
             rich_help_panel=RUN,
         ),
-    ] = True,
+    ] = False,
+    grader_workers: Annotated[
+        int | None,
+        typer.Option(
+            metavar="N",
+            help="Worker processes of the graders that use them (math, python:, verl, "
+            "trl:), or programs run at once by --grader code (default: min(4, CPUs)).",
+            show_default=False,
+            rich_help_panel=GRADING,
+        ),
+    ] = None,
+    code_score: Annotated[
+        str | None,
+        typer.Option(
+            metavar="all|fraction",
+            help="--grader code: 1 when every test passes (all, the default), or the "
+            "share of tests passed (fraction).",
+            show_default=False,
+            rich_help_panel=GRADING,
+        ),
+    ] = None,
     mode: Annotated[
         ModeChoice | None,
         typer.Option(
@@ -302,6 +324,17 @@ def eval_cmd(
             rich_help_panel=RUN,
         ),
     ] = DEFAULT_CHUNK_SIZE,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            metavar="I/K",
+            help="Evaluate shard I of K (0 <= I < K): the samples whose sha256(sample_id) mod "
+            "K is I. K array-job tasks may write one run directory at once.",
+            show_default=False,
+            rich_help_panel=RUN,
+        ),
+    ] = None,
     quiet: Annotated[
         bool,
         typer.Option("--quiet", "-q", help="No progress or status lines.", rich_help_panel=RUN),
@@ -356,7 +389,7 @@ def eval_cmd(
     reasoning_parser: Annotated[
         str | None, _flag(VllmOptions, "reasoning_parser")
     ] = VllmOptions.flag_default("reasoning_parser"),
-    base_url: Annotated[str | None, _flag(OpenAIOptions, "base_url")] = None,
+    base_url: Annotated[list[str] | None, _flag(OpenAIOptions, "base_url")] = None,
     api_key_env: Annotated[str | None, _flag(OpenAIOptions, "api_key_env")] = None,
     concurrency: Annotated[int | None, _flag(OpenAIOptions, "concurrency")] = None,
     requests_per_minute: Annotated[
@@ -453,7 +486,10 @@ def eval_cmd(
         grader_timeout=grader_timeout,
         score_range=parse_score_range(score_range) if score_range is not None else None,
         truncation=truncated,
-        context_check=context_check,
+        context_check=not no_context_check,
+        grader_workers=grader_workers,
+        code_score=code_score,
+        shard=parse_shard_option(shard),
     )
     if dry_run:
         _print_dry_run(opts, price_in, price_out, quiet=quiet)
@@ -478,8 +514,9 @@ def eval_cmd(
         print(
             f"{outcome.run_dir}: set aside {len(outcome.set_aside)} unreadable shard(s) in {where}"
         )
+    label = f"{outcome.run_dir}" + (f" (shard {opts.shard})" if opts.shard else "")
     print(
-        f"{outcome.run_dir}: {r.rollouts} new rollouts in {r.seconds:.1f}s "
+        f"{label}: {r.rollouts} new rollouts in {r.seconds:.1f}s "
         f"({r.skipped} already stored), {r.errors} errors, {r.truncated} truncated"
     )
     for line in error_summary(r.error_messages):
@@ -493,7 +530,22 @@ def eval_cmd(
             f"see their errors: curate report {outcome.run_dir}"
         )
         raise typer.Exit(1)
-    print(f"next: curate report {outcome.run_dir}")
+    if opts.shard is not None:
+        print(f"next: curate status {outcome.run_dir} (then curate report {outcome.run_dir})")
+    else:
+        print(f"next: curate report {outcome.run_dir}")
+
+
+def parse_shard_option(text: str | None) -> ShardSpec | None:
+    """--shard I/K, or a one-line UsageError (exit 2, before anything is written)."""
+    from curate.core.shards import parse_shard
+
+    if text is None:
+        return None
+    try:
+        return parse_shard(text)
+    except ValueError as exc:
+        raise UsageError(f"--shard: {exc}") from None
 
 
 def _status(line: str) -> None:
@@ -524,7 +576,11 @@ def backend_flags(backend: str, params: Mapping[str, Any]) -> BackendOptions | d
     that defaults to None belongs to one backend: giving it to another is an error."""
     chosen: BackendOptions | dict[str, Any] = {}
     for name, schema in FLAG_SCHEMAS.items():
-        values = {f.name: params[f.name] for f in schema.flag_fields()}
+        # A repeatable flag not given is an empty list: not given.
+        values = {
+            f.name: None if params[f.name] in ([], ()) else params[f.name]
+            for f in schema.flag_fields()
+        }
         if name == backend:
             chosen = schema.parse({k: v for k, v in values.items() if v is not None})
         elif schema.flags_default_to_none:

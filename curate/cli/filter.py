@@ -17,6 +17,7 @@ SELECT = "Which samples"
 FORMATS = "Trainer formats (prompts and answers)"
 INPUT = "Bare score tables"
 COLUMNS = "Extra columns"
+CURRICULUM = "Weights as repetitions, curricula"
 
 
 @handle_errors
@@ -50,7 +51,9 @@ def filter_samples(
             "--keep",
             metavar="CATEGORY",
             help="Categories to keep (repeatable): high-variance, low-variance, mixed, "
-            "always-correct, always-incorrect, all \\[default: high-variance].",
+            "always-correct, always-incorrect, all \\[default: high-variance]. With "
+            "--against also learned, forgotten, newly-learnable, still-unreachable and "
+            "transitions such as incorrect-to-mixed (see `curate compare`).",
             show_default=False,
             rich_help_panel=SELECT,
         ),
@@ -65,6 +68,26 @@ def filter_samples(
             rich_help_panel=SELECT,
         ),
     ] = None,
+    against: Annotated[
+        Path | None,
+        typer.Option(
+            "--against",
+            metavar="EARLIER_RUN",
+            help="An earlier run of the same samples (another model or checkpoint): --keep "
+            "may then select by the transition from it to RUN.",
+            show_default=False,
+            rich_help_panel=SELECT,
+        ),
+    ] = None,
+    alpha: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="With --against: significance level for learned and forgotten.",
+            rich_help_panel=SELECT,
+        ),
+    ] = 0.05,
     suspects: Annotated[
         str,
         typer.Option(
@@ -121,6 +144,49 @@ def filter_samples(
             rich_help_panel=COLUMNS,
         ),
     ] = "weight",
+    as_frequency: Annotated[
+        bool,
+        typer.Option(
+            "--as-frequency",
+            help="Write the --weights as repetitions, for trainers that read no weight "
+            "column: each sample appears in proportion to its weight (column copies).",
+            rich_help_panel=CURRICULUM,
+        ),
+    ] = False,
+    total: Annotated[
+        int | None,
+        typer.Option(
+            metavar="ROWS",
+            help="Rows an --as-frequency export holds \\[default: the kept samples].",
+            show_default=False,
+            rich_help_panel=CURRICULUM,
+        ),
+    ] = None,
+    difficulty: Annotated[
+        str | None,
+        typer.Option(
+            metavar="column|pools",
+            help="Curriculum: a difficulty column (easy, medium, hard from the pass rate), "
+            "or three exports OUT.easy, OUT.medium, OUT.hard.",
+            show_default=False,
+            rich_help_panel=CURRICULUM,
+        ),
+    ] = None,
+    difficulty_cuts: Annotated[
+        str | None,
+        typer.Option(
+            metavar="LO:HI",
+            help="Pass rates above HI are easy, below LO hard \\[default: 0.333:0.667].",
+            show_default=False,
+            rich_help_panel=CURRICULUM,
+        ),
+    ] = None,
+    difficulty_column: Annotated[
+        str,
+        typer.Option(
+            metavar="NAME", help="Name of the difficulty column.", rich_help_panel=CURRICULUM
+        ),
+    ] = "difficulty",
     plan: Annotated[
         Path | None,
         typer.Option(
@@ -226,6 +292,8 @@ def filter_samples(
         output,
         keep=keep or (["all"] if only_suspects else ["high-variance"]),
         suspects=suspects,
+        against=against,
+        alpha=alpha,
         pass_rate=pass_rate,
         data=data,
         split=split,
@@ -244,10 +312,24 @@ def filter_samples(
         system=system,
         threshold=threshold,
         group_size=group_size,
+        as_frequency=as_frequency,
+        total=total,
+        difficulty=difficulty,
+        difficulty_cuts=difficulty_cuts,
+        difficulty_column=difficulty_column,
     )
     where = " and ".join(str(p) for p in result.paths)
     label = "" if result.format in ("jsonl", "parquet") else f" ({result.format})"
     print(f"kept {result.kept} of {result.total} samples -> {where}{label}")
+    if result.frequency is not None:
+        f = result.frequency
+        print(
+            f"as frequency: {f.rows} rows for {f.samples} samples (up to {f.max_copies} "
+            f"copies each)"
+            + (f"; {f.left_out} kept samples weigh too little for a copy" if f.left_out else "")
+        )
+    if result.pools is not None:
+        print("pools: " + ", ".join(f"{k} {v}" for k, v in result.pools.items()))
     if result.weights_filled:
         # On stderr: a filled weight is a decision the user made, worth seeing in a log.
         print(

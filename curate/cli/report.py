@@ -24,6 +24,14 @@ class ReportFormat(str, Enum):
     markdown = "markdown"
 
 
+class Trainer(str, Enum):
+    """Trainers whose dynamic-sampling settings `--trainer` prints."""
+
+    verl = "verl"
+    nemo_rl = "nemo-rl"
+    openrlhf = "openrlhf"
+
+
 class ReportShow(str, Enum):
     """What `--show` lists instead of the summary."""
 
@@ -79,6 +87,43 @@ def report(
             show_default=False,
         ),
     ] = None,
+    trainer: Annotated[
+        Trainer | None,
+        typer.Option(
+            "--trainer",
+            help="Print dynamic-sampling settings for this trainer (with --train-batch-size) "
+            "\\[default: verl].",
+            show_default=False,
+            rich_help_panel="Trainer settings",
+        ),
+    ] = None,
+    train_batch_size: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Prompts (groups) per training step: plan dynamic sampling for it.",
+            show_default=False,
+            rich_help_panel="Trainer settings",
+        ),
+    ] = None,
+    gen_batch_size: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Check this generation batch (prompts per round) instead of recommending one.",
+            show_default=False,
+            rich_help_panel="Trainer settings",
+        ),
+    ] = None,
+    max_gen_batches: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="Check this maximum number of generation rounds (0: no limit).",
+            show_default=False,
+            rich_help_panel="Trainer settings",
+        ),
+    ] = None,
     show: Annotated[
         ReportShow | None,
         typer.Option(
@@ -103,6 +148,10 @@ def report(
         group_by=group_by,
         # The list needs the check whatever the run's size; the summary checks if cheap.
         suspects=True if show is ReportShow.suspects else None,
+        trainer=trainer.value if trainer is not None else None,
+        train_batch_size=train_batch_size,
+        gen_batch_size=gen_batch_size,
+        max_gen_batches=max_gen_batches,
     )
     summary, gates, usage, name = built.summary, built.gates, built.usage, built.source
     suspects = built.suspects

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import string
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -104,8 +105,10 @@ def resolve_fields(
     id_field: str | None = None,
     template: str | None = None,
     source: object = None,
+    answer_names: Sequence[str] = ANSWER_FIELDS,
 ) -> FieldMap:
-    """Pick the prompt, answer and id columns: given names win, else common names."""
+    """Pick the prompt, answer and id columns: given names win, else common names
+    (`answer_names` for the answer: a grader may look for its own columns first)."""
     cols = frame.columns
 
     def need(name: str, what: str, *, nested: bool = False) -> str:
@@ -145,13 +148,13 @@ def resolve_fields(
     if answer_field is not None:
         need(answer_field, "answer", nested=True)
     else:
-        answer_field = next((c for c in ANSWER_FIELDS if c in cols), None)
+        answer_field = next((c for c in answer_names if c in cols), None)
         if answer_field is None:
             answer_field = next((c for c in NESTED_ANSWER_FIELDS if has_field(frame, c)), None)
         if answer_field is None:
             raise InputError(
                 "no answer column found (looked for "
-                f"{', '.join((*ANSWER_FIELDS, *NESTED_ANSWER_FIELDS))}); "
+                f"{', '.join((*answer_names, *NESTED_ANSWER_FIELDS))}); "
                 "name one with --answer-field",
                 path=source,
             )
@@ -217,6 +220,7 @@ def load_samples(
     answer_field: str | None = None,
     id_field: str | None = None,
     template: str | None = None,
+    answer_names: Sequence[str] = ANSWER_FIELDS,
 ) -> tuple[pl.DataFrame, FieldMap]:
     """`load_dataset`, its fields resolved, and a `sample_id` on every row."""
     frame = load_dataset(path, limit=limit, split=split)
@@ -227,6 +231,7 @@ def load_samples(
         id_field=id_field,
         template=template,
         source=path,
+        answer_names=answer_names,
     )
     return assign_ids(frame, fields, source=path), fields
 

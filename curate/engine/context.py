@@ -121,7 +121,9 @@ def _endpoint(opts: EvalOptions, prompts: dict[str, Prompt], mode: Mode) -> Cont
     from curate.backends.context import LOWER_BOUND_CHARS, Endpoint
 
     given = opts.backend_options()
-    url = getattr(given, "base_url", None) or os.environ.get("OPENAI_BASE_URL")
+    # A pool's endpoints serve the same model: the first one speaks for them.
+    urls = given.urls() if hasattr(given, "urls") else ()
+    url = (urls[0] if urls else None) or os.environ.get("OPENAI_BASE_URL")
     if not url:
         return None  # OpenAI's own API publishes no max_model_len: nothing to check against
     try:

@@ -64,7 +64,8 @@ def estimate_eval(
     import polars as pl
 
     from curate.data.samples import build_prompts
-    from curate.engine.evaluate import adaptive_policy, load_eval_samples
+    from curate.engine.evaluate import adaptive_policy, check_shard_options, load_eval_samples
+    from curate.engine.sharding import shard_frame
     from curate.store.run_dir import RolloutStore
 
     # The run's own option checks and per-sample cap, so the estimate never describes
@@ -73,6 +74,8 @@ def estimate_eval(
     cap: int | None = opts.runs if policy is None else policy.max_runs
     budget = None if policy is None else policy.budget
     frame, fields = (checked.frame, checked.fields) if checked else load_eval_samples(opts)
+    check_shard_options(opts)
+    frame = shard_frame(frame, opts.shard)  # --shard: this task's share only
     # Without a local chat template to look at, assume chat (the usual case).
     mode = opts.known_mode() or "chat"
     prompts = build_prompts(frame, fields, mode, system=opts.system, source=opts.data)

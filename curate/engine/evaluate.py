@@ -24,7 +24,9 @@ from curate.backends.registry import backend_options, open_backend
 from curate.core.prompts import Mode
 from curate.core.reasoning import DEFAULT_TRUNCATION, TRUNCATION_POLICIES
 from curate.core.sampling import SamplingConfig
+from curate.core.shards import ShardSpec
 from curate.data.samples import (
+    ANSWER_FIELDS,
     FieldMap,
     file_sha256,
     load_samples,
@@ -35,8 +37,10 @@ from curate.engine.preflight import DEFAULT_MAX_BAD_FRACTION, Preflight, preflig
 from curate.engine.progress import Progress
 from curate.engine.runner import EvalResult, run_eval
 from curate.engine.settings import SCORE_KEYS, EvalSettings, score_differences
+from curate.engine.sharding import record_shard, shard_frame
 from curate.engine.spec import Evaluation
 from curate.errors import CurateError, RunError, UsageError
+from curate.graders.registry import grader_kind
 from curate.store.run_dir import RolloutStore, set_aside_corrupt_shards
 
 if TYPE_CHECKING:
@@ -106,6 +110,11 @@ class EvalOptions:
     max_bad_references: float = DEFAULT_MAX_BAD_FRACTION
     grader_timeout: float = 10.0
     score_range: tuple[float, float] | None = None
+    # Worker processes (threads for the code grader) of the graders that use them
+    # (None: the default), and the code grader's scoring ("all" or "fraction"; None:
+    # what the --grader spec says).
+    grader_workers: int | None = None
+    code_score: str | None = None
     # A local engine's own output: to RUN/engine.log (True) or left on fds 1 and 2.
     engine_log: bool = True
     # How a rollout cut short (max_tokens, or reasoning never closed) is scored and
@@ -114,6 +123,8 @@ class EvalOptions:
     # The longest prompt plus max_tokens checked against the model's context window
     # before anything starts (curate/engine/context.py).
     context_check: bool = True
+    # This process's share of an array job (curate/core/shards.py); None: every sample.
+    shard: ShardSpec | None = None
 
     def backend_options(self) -> BackendOptions:
         """The backend's validated options."""
@@ -175,7 +186,13 @@ def local_chat_template(model: str) -> bool | None:
 
 
 def load_eval_samples(opts: EvalOptions) -> tuple[pl.DataFrame, FieldMap]:
-    """The samples `opts` names, with their fields resolved and a `sample_id` each."""
+    """The samples `opts` names, with their fields resolved and a `sample_id` each.
+    For the code grader the "answer" is the tests column (test, test_list, ...)."""
+    answer_names: tuple[str, ...] = ANSWER_FIELDS
+    if grader_kind(opts.grader) == "code":
+        from curate.graders.code import TEST_FIELDS
+
+        answer_names = (*TEST_FIELDS, *ANSWER_FIELDS)
     return load_samples(
         opts.data,
         limit=opts.limit,
@@ -184,6 +201,7 @@ def load_eval_samples(opts: EvalOptions) -> tuple[pl.DataFrame, FieldMap]:
         answer_field=opts.answer_field,
         id_field=opts.id_field,
         template=opts.template,
+        answer_names=answer_names,
     )
 
 
@@ -215,6 +233,7 @@ def evaluate(
             f"--truncated must be one of {', '.join(TRUNCATION_POLICIES)}, not {opts.truncation!r}"
         )
     policy = adaptive_policy(opts)
+    check_shard_options(opts)
     options = opts.backend_options()  # an unknown backend or bad option: before any work
     pf = preflight(opts)
     try:
@@ -263,6 +282,7 @@ def _evaluate(
     status: Status | None,
 ) -> EvalOutcome:
     frame, fields, grader = pf.frame, pf.fields, pf.grader
+    mine = shard_frame(frame, opts.shard)  # the samples this process evaluates
     references = pf.references
     grader_spec = pf.grader_spec
     run_dir = opts.run_dir()
@@ -295,6 +315,7 @@ def _evaluate(
         grader_timeout_s=opts.grader_timeout,
         score_range=list(opts.score_range) if opts.score_range is not None else None,
         truncation=opts.truncation,
+        grader_notes=list(pf.grader_notes) or None,
     )
     # Refuse a mismatched resume before paying for an engine start.
     skip = {"chat_template_sha256"} | ({"mode"} if mode is None else set())
@@ -305,34 +326,39 @@ def _evaluate(
         policy is None
         and previous is not None
         and not opts.set_aside_corrupt
-        and store.missing_pairs(frame["sample_id"], opts.runs) == 0
+        and store.missing_pairs(mine["sample_id"], opts.runs) == 0
     ):
-        return EvalOutcome(run_dir, EvalResult(skipped=frame.height * opts.runs), settings)
+        return EvalOutcome(run_dir, EvalResult(skipped=mine.height * opts.runs), settings)
     try:
         with (
-            store.writer(),  # one writer per run directory; taken before the engine starts
+            # One writer per run directory (per shard with --shard); before the engine starts.
+            store.writer(opts.shard),
             _started_backend(opts, options, status) as backend,
         ):
             if opts.force_new:
                 store.clear()
             set_aside = set_aside_corrupt_shards(store) if opts.set_aside_corrupt else []
-            # Read again under the lock: another writer may have finished meanwhile.
-            previous = None if opts.force_new else store.previous_manifest()
             info = backend.info()
             if mode is None:
                 mode = "chat" if info.has_chat_template else "completion"
             settings.mode = mode
             settings.chat_template_sha256 = info.chat_template_sha256 if mode == "chat" else None
-            manifest = settings.manifest(previous=previous)
-            manifest["backend_info"] = {"model": info.model, **info.extra}
-            if opts.split is not None:
-                manifest["dataset_split"] = opts.split
-            manifest["reference_check"] = pf.check_record()
-            _check_resume(previous, manifest, run_dir, ignore=set())
+
+            def build(previous: dict[str, Any] | None) -> dict[str, Any]:
+                body = settings.manifest(previous=previous)
+                body["backend_info"] = {"model": info.model, **info.extra}
+                if opts.split is not None:
+                    body["dataset_split"] = opts.split
+                body["reference_check"] = pf.check_record()
+                return body
+
+            def check(previous: dict[str, Any] | None, body: dict[str, Any]) -> None:
+                _check_resume(previous, body, run_dir, ignore=set())
+
             evaluation = Evaluation(
                 backend=backend,
                 grader=grader,
-                prompts=prompts_by_id(frame, fields, mode, system=opts.system, source=opts.data),
+                prompts=prompts_by_id(mine, fields, mode, system=opts.system, source=opts.data),
                 references=references,
                 sampling=settings.sampling,
                 mode=mode,
@@ -341,9 +367,18 @@ def _evaluate(
                 chunk_size=opts.chunk_size,
                 truncation=opts.truncation,
             )
-            store.create()
-            store.write_samples(frame)
-            store.write_manifest(manifest)
+            if opts.shard is None:
+                # Read again under the lock: another writer may have finished meanwhile.
+                previous = None if opts.force_new else store.previous_manifest()
+                manifest = build(previous)
+                check(previous, manifest)
+                store.create()
+                store.write_samples(frame)
+                store.write_manifest(manifest)
+            else:
+                manifest = record_shard(
+                    store, opts.shard, opts.runs, opts.limit, build, check, frame
+                )
             result: EvalResult
             if policy is None:
                 result = run_eval(store, evaluation, progress=progress)
@@ -401,6 +436,22 @@ def _stored_count(store: RolloutStore) -> int:
         return store.rollouts(["sample_id", "run_idx"]).height if store.shard_paths() else 0
     except Exception:
         return 0
+
+
+def check_shard_options(opts: EvalOptions) -> None:
+    """--shard's conflicts with other options (UsageError, before any work)."""
+    if opts.shard is None:
+        return
+    if opts.adaptive:
+        raise UsageError(
+            "--shard does not combine with --adaptive: an adaptive run's rounds and "
+            "budget are the whole run's"
+        )
+    if opts.force_new:
+        raise UsageError(
+            "--force-new does not combine with --shard: it would delete the other "
+            "shards' rollouts; clear the run directory once before the array job instead"
+        )
 
 
 def adaptive_policy(opts: EvalOptions) -> AdaptivePolicy | None:

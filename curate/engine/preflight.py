@@ -30,7 +30,7 @@ from curate.graders.references import (
     choose_grader,
     extract_references,
 )
-from curate.graders.registry import RANGED_KINDS
+from curate.graders.registry import AS_STORED_KINDS, RANGED_KINDS, grader_kind
 
 if TYPE_CHECKING:
     import polars as pl
@@ -67,6 +67,7 @@ class Preflight:
     example: tuple[str, Prompt, str] | None  # (sample id, prompt, how it was rendered)
     example_text: str | None = None  # the example prompt as the model sees it
     raw_references: dict[str, object] | None = None  # as the data set holds them
+    grader_notes: tuple[str, ...] = ()  # the grader's own start lines (code: layouts, sandbox)
 
     @property
     def references(self) -> dict[str, object]:
@@ -109,6 +110,8 @@ class Preflight:
                     if self.grader_spec.partition(":")[0].strip().lower() in RANGED_KINDS
                     else "no known answer layout)"
                 )
+            if grader_kind(self.grader_spec) == "code":
+                how = "the tests as given"
             what = f"references: {how}, {ex.total} in all"
         else:
             chosen = "auto" if ex.requested == "auto" else "--reference-extract"
@@ -119,6 +122,8 @@ class Preflight:
             if ex.unread:
                 what += f"; {len(ex.unread)} kept as given"
         out = [*_fit(what), *_fit(f"grader: {self.grader_reason}")]
+        for note in self.grader_notes:
+            out += _fit(note)
         out += _fit(f"check: {self.check.summary}")
         if self.example is not None:
             sid, _, how = self.example
@@ -127,7 +132,9 @@ class Preflight:
             reference = self.references.get(sid)
             raw = (self.raw_references or {}).get(sid, reference)
             shown = f"reference as graded: {_short(reference, 40)}"
-            if raw != reference:
+            if grader_kind(self.grader_spec) == "code":
+                shown = f"tests as run: {_short(reference, 60)}"  # the tests are the reference
+            elif raw != reference:
                 shown += f" (from {_short(raw, 30)})"
             out += _fit(shown)
         return out
@@ -153,6 +160,7 @@ class Preflight:
             "bad": check.bad,
             "unparsable": check.unparsable,
             "rejected": check.rejected,
+            "unchecked": check.unchecked,
             "max_bad_fraction": self.max_bad_fraction,
             "summary": check.summary,
             "examples": [
@@ -191,6 +199,27 @@ def check_options(opts: EvalOptions) -> None:
         raise UsageError(
             f"--grader-timeout {opts.grader_timeout:g}: expected a positive number of seconds"
         )
+    if opts.grader_workers is not None and opts.grader_workers < 1:
+        raise UsageError(f"--grader-workers {opts.grader_workers}: expected at least 1")
+    if opts.code_score is not None:
+        from curate.graders.code import SCORE_MODES
+
+        if opts.code_score not in SCORE_MODES:
+            raise UsageError(
+                f"--code-score {opts.code_score!r}: expected one of {', '.join(SCORE_MODES)}"
+            )
+        if grader_kind(opts.grader) != "code":
+            raise UsageError("--code-score applies to --grader code only")
+
+
+def grader_spec(opts: EvalOptions) -> str | None:
+    """The --grader spec with --code-score folded in (so the manifest's grader says how
+    the code grader scores, and a resume with another scoring is refused)."""
+    if opts.grader is None or opts.code_score is None:
+        return opts.grader.strip() if opts.grader is not None else None
+    from curate.graders.code import with_score_mode
+
+    return with_score_mode(opts.grader, opts.code_score)
 
 
 def preflight(opts: EvalOptions, mode: Mode | None = None) -> Preflight:
@@ -203,14 +232,16 @@ def preflight(opts: EvalOptions, mode: Mode | None = None) -> Preflight:
     check_options(opts)
     frame, fields = load_eval_samples(opts)
     raw = references_by_id(frame, fields)
-    user_function = (opts.grader or "").partition(":")[0].strip().lower() in RANGED_KINDS
-    if opts.reference_extract == "auto" and user_function:
-        # A reward function is called as the trainer will call it: on the data as stored.
+    as_stored = grader_kind(opts.grader) in AS_STORED_KINDS
+    if opts.reference_extract == "auto" and as_stored:
+        # A reward function is called as the trainer will call it: on the data as stored;
+        # the code grader's references are tests.
         extraction = replace(extract_references(raw, "none"), requested="auto")
     else:
         extraction = extract_references(raw, opts.reference_extract)
-    if opts.grader is not None:
-        spec, reason = opts.grader.strip(), f"{opts.grader.strip()} (given with --grader)"
+    given = grader_spec(opts)
+    if given is not None:
+        spec, reason = given, f"{given} (given with --grader)"
         grader = _open(spec, opts)
     else:
         # Chosen on the references the extractor read: the ones it could not are data
@@ -241,6 +272,8 @@ def preflight(opts: EvalOptions, mode: Mode | None = None) -> Preflight:
         if needs_context(grader):
             contexts = sample_contexts(frame, prompts)
         check = check_references(grader, extraction.references, contexts=contexts)
+        notes_of = getattr(grader, "preflight_notes", None)
+        notes = tuple(notes_of(extraction.references, contexts)) if notes_of else ()
         example = None
         example_text = None
         if prompts:
@@ -262,11 +295,17 @@ def preflight(opts: EvalOptions, mode: Mode | None = None) -> Preflight:
         example=example,
         example_text=example_text,
         raw_references=raw,
+        grader_notes=notes,
     )
 
 
 def _open(spec: str, opts: EvalOptions) -> Grader:
-    return get_grader(spec, timeout_s=opts.grader_timeout, score_range=opts.score_range)
+    return get_grader(
+        spec,
+        timeout_s=opts.grader_timeout,
+        score_range=opts.score_range,
+        workers=opts.grader_workers,
+    )
 
 
 def _reason(spec: str, reason: str) -> str:

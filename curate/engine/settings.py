@@ -67,6 +67,9 @@ class EvalSettings:
     score_range: list[float] | None = None  # [low, high] of a ranged reward
     # How a rollout cut short is scored and counted (curate.core.reasoning).
     truncation: str = DEFAULT_TRUNCATION
+    # The grader's own start lines (the code grader: test layouts, sandbox, limits), so a
+    # run says what fenced its programs. Not a score key: the machine may change.
+    grader_notes: list[str] | None = None
 
     def manifest(self, *, previous: dict[str, Any] | None = None) -> dict[str, Any]:
         """The manifest body. Secrets never enter it: settings hold no keys."""

@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curate.core.outcome import DEFAULT_THRESHOLD
-from curate.filtering.select import FilterSpec, parse_keep, parse_range, parse_suspects
+from curate.filtering.select import FilterSpec, parse_range, parse_suspects, split_keep
 from curate.stats.per_sample import DEFAULT_GROUP_SIZE
 
 if TYPE_CHECKING:
     import polars as pl
+
+    from curate.filtering.curriculum import Frequency
 
 _TABLE_SUFFIXES = (".jsonl", ".ndjson", ".json", ".parquet", ".pq")
 
@@ -44,6 +46,8 @@ class FilterResult:
     plan_kept: int = 0  # of those, planned for the kept samples
     plan_missing: int = 0  # kept samples the plan does not list (planned_rollouts null)
     suspects: int | None = None  # suspect labels found, when --suspects asked for them
+    frequency: Frequency | None = None  # --as-frequency: rows written, samples left out
+    pools: dict[str, int] | None = None  # --difficulty pools: samples per level
 
     @property
     def dropped(self) -> int:
@@ -79,6 +83,13 @@ def filter_run(
     threshold: float = DEFAULT_THRESHOLD,
     group_size: int = DEFAULT_GROUP_SIZE,
     suspects: str = "keep",
+    against: str | os.PathLike[str] | None = None,
+    alpha: float = 0.05,
+    as_frequency: bool = False,
+    total: int | None = None,
+    difficulty: str | None = None,
+    difficulty_cuts: str | tuple[float, float] | None = None,
+    difficulty_column: str = "difficulty",
 ) -> FilterResult:
     """Keep the samples of `run` whose category is in `keep` (the names `curate filter
     --keep` takes) and whose pass rate is within `pass_rate` ("LO:HI" or (lo, hi); on
@@ -93,6 +104,16 @@ def filter_run(
     only) drops the suspect labels (`curate.analysis.suspects`; drop_reason
     "suspect_label") or every other sample; it needs extracted answers. Bad options
     fail before the scores are read.
+
+    `against` names an earlier run of the same samples: `keep` may then also name the
+    sets and transitions of `curate compare` from that run to `run` (learned, forgotten,
+    newly-learnable, still-unreachable, incorrect-to-mixed, ...; significance at
+    `alpha`), kept in addition to the categories `keep` names.
+
+    `as_frequency` turns the weights into repetitions (`total` rows in all; the weight
+    column is then left out, the count kept in `copies`). `difficulty` "column" adds an
+    easy/medium/hard `difficulty` column from the pass rate (`difficulty_cuts` LO:HI);
+    "pools" writes the three levels to OUT.easy, OUT.medium and OUT.hard instead of OUT.
     """
     from contextlib import ExitStack
     from dataclasses import replace
@@ -111,6 +132,7 @@ def filter_run(
         prepare_batch,
         write_export,
     )
+    from curate.filtering import curriculum
     from curate.filtering.select import attach_fields, decide
     from curate.filtering.weights import check_weight_default, table_weights
     from curate.stats.weights import OBJECTIVES, check_objective, weight_table
@@ -119,13 +141,26 @@ def filter_run(
 
     run, output = Path(run), Path(output)
     data = Path(data) if data is not None else None
+    if as_frequency and weights is None:
+        raise UsageError("--as-frequency turns --weights into repetitions: give --weights too")
+    if total is not None and not as_frequency:
+        raise UsageError("--total sets the size of an --as-frequency export: add --as-frequency")
+    if difficulty not in (None, "column", "pools"):
+        raise UsageError(f"--difficulty {difficulty!r}: expected column or pools")
+    cuts = curriculum.parse_cuts(difficulty_cuts)
+    if difficulty_cuts is not None and difficulty is None:
+        raise UsageError("--difficulty-cuts needs --difficulty column or pools")
     # Output and option checks come first: a bad name costs no reading.
     fmt = get_format(format) if format is not None else format_for_output(output)
     fmt.check_output(output)
     if isinstance(pass_rate, str):
         pass_rate = parse_range(pass_rate) if pass_rate else None
+    categories, compare = split_keep(list(keep), against=against is not None)
     spec = FilterSpec(
-        keep=parse_keep(list(keep)), pass_rate=pass_rate, suspects=parse_suspects(suspects)
+        keep=categories,
+        pass_rate=pass_rate,
+        suspects=parse_suspects(suspects),
+        compare=compare,
     )
     if spec.suspects != "keep":
         _check_answers(run, spec.suspects)
@@ -163,6 +198,10 @@ def filter_run(
     per_sample, flagged = loaded.per_sample, None
     if spec.suspects != "keep":
         per_sample, flagged = _with_suspect_labels(per_sample, run, spec.suspects, loaded.manifest)
+    if against is not None:
+        per_sample = _with_transitions(
+            per_sample, Path(against), run, alpha=alpha, threshold=threshold, group_size=group_size
+        )
     decisions = decide(per_sample, spec)
     rows = attach_fields(decisions, samples, id_field=id_field, source=data or run)
     kept = rows.filter(pl.col("kept")).drop("kept", "drop_reason")
@@ -182,6 +221,24 @@ def filter_run(
     if plan_frame is not None:
         kept = join_plan(kept, plan_frame, source=plan_path)
         plan_total = int(plan_frame["planned_rollouts"].cast(pl.Int64).sum())
+    extra_stats: tuple[str, ...] = ()
+    if difficulty is not None:
+        if difficulty_column in kept.columns:
+            raise UsageError(
+                f"--difficulty: the samples already have a '{difficulty_column}' column; "
+                "name curate's with --difficulty-column NAME"
+            )
+        kept = kept.with_columns(
+            curriculum.difficulty_expr(spec.rate_column, cuts, difficulty_column)
+        )
+        extra_stats += (difficulty_column,)
+    frequency = None
+    kept_samples, kept_once = kept.height, kept
+    if as_frequency:
+        assert weight_frame is not None
+        kept, frequency = curriculum.expand_by_frequency(kept, weight_frame, total)
+        weight_frame = None  # the repetitions carry the weights now
+        extra_stats += (curriculum.COPIES_COLUMN,)
 
     manifest = loaded.manifest or {}
     origin = data or run
@@ -195,40 +252,69 @@ def filter_run(
             template=template,
             source=origin,
         )
-    batch = prepare_batch(
-        kept,
-        fields=fields,
-        mode="completion" if manifest.get("mode") == "completion" else "chat",
-        system=system if system is not None else manifest.get("system"),
-        data_source=data_source,
-        default_source=default_data_source(manifest, data),
-        stats=stats,
-        weights=weight_frame,
-        weight_column=weight_column,
-        source=weights_path or origin,
-    )
-    if plan_frame is not None:  # every format carries the plan, like a statistic
-        batch = replace(batch, stat_columns=(*batch.stat_columns, "planned_rollouts"))
+
+    def batch_of(rows: pl.DataFrame) -> Any:
+        batch = prepare_batch(
+            rows,
+            fields=fields,
+            mode="completion" if manifest.get("mode") == "completion" else "chat",
+            system=system if system is not None else manifest.get("system"),
+            data_source=data_source,
+            default_source=default_data_source(manifest, data),
+            stats=stats,
+            weights=weight_frame,
+            weight_column=weight_column,
+            source=weights_path or origin,
+        )
+        if plan_frame is not None:  # every format carries the plan, like a statistic
+            batch = replace(batch, stat_columns=(*batch.stat_columns, "planned_rollouts"))
+        # Curriculum columns are carried even with --no-stats: they were asked for.
+        return replace(batch, stat_columns=(*batch.stat_columns, *extra_stats))
+
+    if difficulty == "pools":
+        level = pl.col(difficulty_column)
+        pools = [
+            (Path(curriculum.pool_path(str(output), name)), kept.filter(level == name))
+            for name in curriculum.DIFFICULTY_LEVELS
+        ]
+        for path, _ in pools:
+            fmt.check_output(path)
+    else:
+        pools = [(output, kept)]
     rejects = rejects_path(output)
     # Every output file and the rejects appear together or not at all.
+    written_paths: list[Path] = []
+    notes: list[str] = []
     with ExitStack() as stack:
-        written = write_export(fmt, batch, output, stack=stack)
+        for path, rows_of_pool in pools:
+            written = write_export(fmt, batch_of(rows_of_pool), path, stack=stack)
+            written_paths += list(written.paths)
+            notes += [n for n in written.notes if n not in notes]
         write_rejects(dropped, stack.enter_context(atomic_path(rejects)), rejects)
     reasons = dropped.group_by("drop_reason").len().sort("len", descending=True)
     return FilterResult(
         format=fmt.name,
-        paths=list(written.paths),
+        paths=written_paths,
         rejects=rejects,
-        kept=kept.height,
+        kept=kept_samples,
         total=rows.height,
         scored=loaded.per_sample.height,
         drop_reasons=[(str(reason), int(count)) for reason, count in reasons.rows()],
-        notes=list(written.notes),
+        notes=notes,
         weights_filled=filled,
         plan_total=plan_total,
-        plan_kept=int(kept["planned_rollouts"].sum()) if plan_total is not None else 0,
-        plan_missing=kept["planned_rollouts"].null_count() if plan_total is not None else 0,
+        plan_kept=int(kept_once["planned_rollouts"].sum()) if plan_total is not None else 0,
+        plan_missing=kept_once["planned_rollouts"].null_count() if plan_total is not None else 0,
         suspects=flagged,
+        frequency=frequency,
+        pools=(
+            {
+                name: int((kept_once[difficulty_column] == name).sum())
+                for name in curriculum.DIFFICULTY_LEVELS
+            }
+            if difficulty == "pools"
+            else None
+        ),
     )
 
 
@@ -238,6 +324,41 @@ def write_rejects(frame: pl.DataFrame, tmp: Path, final: Path) -> None:
         frame.write_parquet(tmp)
     else:
         frame.write_ndjson(tmp)
+
+
+def _with_transitions(
+    per_sample: pl.DataFrame,
+    against: Path,
+    run: Path,
+    *,
+    alpha: float,
+    threshold: float,
+    group_size: int,
+) -> pl.DataFrame:
+    """`per_sample` with each sample's transition from `against` to `run` (its --keep
+    name; null when the sample is not scored in both) and one boolean column per named
+    set, from `compare_runs` (the numbers `curate compare` prints)."""
+    import polars as pl
+
+    from curate.analysis.compare import compare_runs
+    from curate.filtering.select import TRANSITION
+    from curate.stats.compare import SETS, transition_name
+
+    compared = compare_runs([against, run], alpha=alpha, group_size=group_size, threshold=threshold)
+    names = {
+        (a, b): transition_name(a, b)
+        for a, b in compared.samples.select("outcome_a", "outcome_b").unique().iter_rows()
+    }
+    mapping = pl.DataFrame(
+        [(a, b, name) for (a, b), name in names.items()],
+        schema={"outcome_a": pl.String, "outcome_b": pl.String, TRANSITION: pl.String},
+        orient="row",
+    )
+    table = compared.samples.join(mapping, on=["outcome_a", "outcome_b"], how="left").select(
+        "sample_id", TRANSITION, *SETS
+    )
+    clash = [c for c in (TRANSITION, *SETS) if c in per_sample.columns]
+    return per_sample.drop(clash).join(table, on="sample_id", how="left")
 
 
 # -- --suspects (issue 11) ----------------------------------------------------------------

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from curate.core.outcome import CATEGORIES
 from curate.errors import InputError, UsageError
+from curate.stats.compare import SETS, TRANSITIONS, transition_name
 
 if TYPE_CHECKING:
     import polars as pl
@@ -20,6 +21,16 @@ KEEP_CHOICES: dict[str, tuple[str, ...]] = {
     "mixed": ("high_variance", "low_variance"),
     "all": CATEGORIES,
 }
+# `--keep` names that select by comparison with an earlier run (`--against`): the named
+# sets of `curate.stats.compare` and the nine outcome transitions (incorrect-to-mixed, ...).
+COMPARE_CHOICES: tuple[str, ...] = (
+    *(name.replace("_", "-") for name in SETS),
+    *(transition_name(a, b) for a, b in TRANSITIONS),
+)
+# The column of the per-sample frame holding a sample's transition name (null: the sample
+# is not in the --against run), beside one boolean column per named set.
+TRANSITION = "transition"
+NOT_IN_AGAINST = "not scored in the --against run"
 # Statistics carried into every export beside the original fields.
 STAT_COLUMNS = (
     "n_rollouts",
@@ -48,6 +59,9 @@ class FilterSpec:
     # keep: ignore suspect labels; drop: drop them; only: drop every other sample.
     # drop and only need a boolean `suspect_label` column in the per-sample frame.
     suspects: str = "keep"
+    # --against: comparison names (COMPARE_CHOICES, dashes) kept besides `keep`'s
+    # categories; they need the TRANSITION and set columns in the per-sample frame.
+    compare: frozenset[str] = frozenset()
 
 
 def parse_suspects(value: str) -> str:
@@ -70,6 +84,28 @@ def parse_keep(values: list[str]) -> frozenset[str]:
             )
         cats.update(KEEP_CHOICES[key])
     return frozenset(cats)
+
+
+def split_keep(values: list[str], *, against: bool) -> tuple[frozenset[str], frozenset[str]]:
+    """--keep values -> (categories, comparison names). Comparison names (learned,
+    forgotten, newly-learnable, still-unreachable, incorrect-to-mixed, ...) need an
+    earlier run to compare with (`against`)."""
+    compare: set[str] = set()
+    plain: list[str] = []
+    for value in values:
+        key = value.strip().lower().replace("_", "-")
+        if key in COMPARE_CHOICES:
+            if not against:
+                raise UsageError(
+                    f"--keep {key} compares two runs: name the earlier one with --against RUN"
+                )
+            compare.add(key)
+        elif key in KEEP_CHOICES:
+            plain.append(key)
+        else:
+            choices = [*KEEP_CHOICES, *(COMPARE_CHOICES if against else ())]
+            raise UsageError(f"unknown --keep value '{value}' (choose from {', '.join(choices)})")
+    return parse_keep(plain), frozenset(compare)
 
 
 def parse_range(text: str) -> tuple[float, float]:
@@ -97,7 +133,19 @@ def decide(per_sample: pl.DataFrame, spec: FilterSpec) -> pl.DataFrame:
         reason = reason.when(pl.col("suspect_label")).then(pl.lit(SUSPECT_REASON))
     elif spec.suspects == "only":
         reason = reason.when(~pl.col("suspect_label")).then(pl.lit(NOT_SUSPECT_REASON))
-    reason = reason.when(~cat.is_in(sorted(spec.keep))).then(cat)
+    if spec.compare:
+        # Kept when its category or any comparison name matches (--keep is a union).
+        picked = cat.is_in(sorted(spec.keep)) | pl.col(TRANSITION).is_in(sorted(spec.compare))
+        for name in spec.compare:
+            column = name.replace("-", "_")
+            if column in SETS:
+                picked = picked | pl.col(column).fill_null(False)
+        reason = reason.when(pl.col(TRANSITION).is_null() & ~cat.is_in(sorted(spec.keep))).then(
+            pl.lit(NOT_IN_AGAINST)
+        )
+        reason = reason.when(~picked).then(pl.col(TRANSITION))
+    else:
+        reason = reason.when(~cat.is_in(sorted(spec.keep))).then(cat)
     if spec.pass_rate is not None:
         lo, hi = spec.pass_rate
         rate = pl.col(spec.rate_column)

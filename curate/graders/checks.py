@@ -17,7 +17,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from curate.core.outcome import PASS_SCORE
-from curate.graders.base import Grader, GradeResult, SampleContext, grade, one_line
+from curate.graders.base import (
+    Grader,
+    GradeResult,
+    SampleContext,
+    describe_exception,
+    grade,
+    one_line,
+)
 from curate.graders.references import extract_reference
 from curate.graders.simple import ExactGrader, RegexGrader, reference_text
 
@@ -51,6 +58,9 @@ class ReferenceCheck:
     unparsable: int  # every correct answer was an error row (bad or missing reference)
     rejected: int  # graded, but no correct answer earned full credit
     examples: tuple[BadReference, ...]
+    # References accepted without a check: the grader knows no correct answer to try
+    # (a code data set without canonical solutions; its tests were read, though).
+    unchecked: int = 0
 
     @property
     def bad(self) -> int:
@@ -68,7 +78,10 @@ class ReferenceCheck:
     def summary(self) -> str:
         """One line: the counts, then the first example."""
         if not self.bad:
-            return f"grader {self.grader!r} accepts all {self.total} references"
+            text = f"grader {self.grader!r} accepts all {self.total} references"
+            if self.unchecked:
+                text += f" ({self.unchecked} read but not run: no known-correct answer to try)"
+            return text
         text = (
             f"grader {self.grader!r} cannot use {self.bad} of {self.total} references "
             f"({self.bad_fraction:.1%}): {self.unparsable} unparsable, "
@@ -131,18 +144,34 @@ def check_references(
 
     `contexts` (sample id -> row) is handed to graders that read it (verl, trl). A
     grader may define ``expected_answer(reference, context)`` to say which answer its
-    correct completion holds (verl's lives in ``reward_model.ground_truth``).
+    correct completion holds (verl's lives in ``reward_model.ground_truth``), or
+    ``correct_completions(reference, context)`` to give the completions to try itself
+    (None: none known, the reference is accepted unchecked; raising: it is unusable).
     """
     expected: Callable[[object, SampleContext | None], object] = getattr(
         grader, "expected_answer", lambda reference, context: reference
     )
-    candidates = {
-        sid: correct_completions(expected(ref, (contexts or {}).get(sid)))
-        for sid, ref in references.items()
-    }
+    own_forms = getattr(grader, "correct_completions", None)
     first_error: dict[str, str] = {}
     best: dict[str, tuple[float, str]] = {}
     failing = {sid for sid in references}  # until some correct form earns full credit
+    unchecked = 0
+    candidates: dict[str, list[str]] = {}
+    for sid, ref in references.items():
+        context = (contexts or {}).get(sid)
+        if own_forms is None:
+            candidates[sid] = correct_completions(expected(ref, context))
+            continue
+        try:
+            forms = own_forms(ref, context)
+        except Exception as exc:
+            first_error[sid] = describe_exception(exc)
+            forms = []
+        if forms is None:
+            failing.discard(sid)
+            unchecked += 1
+            forms = []
+        candidates[sid] = list(forms)
     solutions: dict[str, str] = {}
     if isinstance(grader, ExactGrader | RegexGrader):
         for sid, reference in references.items():
@@ -191,4 +220,5 @@ def check_references(
         unparsable=unparsable,
         rejected=rejected,
         examples=tuple(examples),
+        unchecked=unchecked,
     )

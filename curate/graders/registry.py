@@ -12,6 +12,8 @@ Specs (the part before the first ``:`` is case-insensitive; the rest is kept ver
 * ``verl`` / ``verl:FILE.py:FUNCTION`` / ``verl:module:function`` (verl's reward
   signature; bare ``verl`` is verl's own default reward routing)
 * ``trl:FILE.py:FUNCTION`` / ``trl:module:function`` (TRL's reward-function signature)
+* ``code``, ``code:score=fraction,memory_mb=2048,nproc=64,fsize_mb=16`` (run the
+  completion's program against the sample's tests in a sandbox; `curate.graders.code`)
 
 Surrounding whitespace is dropped from the whole spec (write ``\\s`` or ``[ ]`` for a
 pattern that must end in a space). A bad spec raises `UsageError` naming it.
@@ -46,6 +48,8 @@ GRADER_NAMES: tuple[str, ...] = (
     "verl:FILE.py:FUNCTION",
     "trl:FILE.py:FUNCTION",
     "trl:module:function",
+    "code",
+    "code:score=fraction",
 )
 
 GRADERS: Registry[GraderFactory] = Registry("grader", normalise=lambda name: name.strip().lower())
@@ -91,8 +95,22 @@ GRADERS.add(
     help="a TRL reward function f(prompts, completions, **columns) -> list[float | None]",
 )
 
+GRADERS.add(
+    "code",
+    "curate.graders.code:code_grader",
+    help="run the program in the completion against the sample's tests, sandboxed",
+)
+
 # The kinds that call a reward function whose scale the user may declare.
 RANGED_KINDS = frozenset({"python", "verl", "trl"})
+# The kinds that read the data as stored (no answer extraction): reward functions, and
+# the code grader, whose "reference" is the sample's tests.
+AS_STORED_KINDS = RANGED_KINDS | {"code"}
+
+
+def grader_kind(spec: str | None) -> str:
+    """The kind a spec names (``"code"`` for ``code:score=fraction``); "" for None."""
+    return (spec or "").partition(":")[0].strip().lower()
 
 
 def _unknown(spec: str) -> UsageError:

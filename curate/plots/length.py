@@ -3,6 +3,7 @@ the recommended max_tokens marked: the figures of the report's `lengths` section
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from curate.plots._common import new_figure, no_data_figure, share
@@ -38,7 +39,10 @@ def length_figure(
         return no_data_figure("no rollouts with token counts to plot", title=title)
     lengths = measured["completion_tokens"].to_numpy()
     top = int(max(lengths.max(), section.get("max_tokens") or 0, 1))
-    edges = np.linspace(0, top, min(bins, top) + 1)
+    # Token counts are integers: each bar covers `width` whole counts, centred on them,
+    # so a count is never split between bars nor merged into the last one.
+    width = max(1, math.ceil((top + 1) / bins))
+    edges = np.arange(0, top + width + 1, width) - 0.5
     fig = new_figure(9.0, 4.8)
     ax = fig.add_subplot()
     total = measured.height
@@ -70,7 +74,7 @@ def length_figure(
     ax.set_ylabel("rollouts")
     rate = section.get("truncation_rate")
     ax.set_title(title + (f": {rate:.1%} truncated" if rate is not None else ""))
-    ax.set_xlim(0, top * 1.03)
+    ax.set_xlim(-0.5, edges[-1])
     ax.legend(loc="upper left", fontsize=9, frameon=False)
     ax.grid(axis="y", alpha=0.3)
     return fig

@@ -83,6 +83,7 @@ def _length_plot(run: Path) -> Figure:
     """The length plot of `run`: the report's own `lengths` figures."""
     from curate.analysis.lengths import load_lengths
     from curate.plots import length_figure
+    from curate.stats.lengths import outcome_expr
     from curate.store.scores import load_scores
 
     source = load_scores(run)  # bad input: the scores' own one-line error, first
@@ -91,4 +92,5 @@ def _length_plot(run: Path) -> Figure:
         raise InputError(
             "no completion_tokens column: the length plot needs token counts", path=run
         )
-    return length_figure(lengths.rows, lengths.section, title=f"Completion length: {run.name}")
+    rows = lengths.rows.with_columns(outcome_expr())
+    return length_figure(rows, lengths.section, title=f"Completion length: {run.name}")

@@ -46,6 +46,10 @@ def build_report(
     suspects: bool | None = None,
     suspect_min_n: int = DEFAULT_MIN_N,
     suspect_min_share: float = DEFAULT_MIN_SHARE,
+    trainer: str | None = None,
+    train_batch_size: int | None = None,
+    gen_batch_size: int | None = None,
+    max_gen_batches: int | None = None,
 ) -> Report:
     """Read the scores once, summarise them, check the requested gates.
 
@@ -55,13 +59,21 @@ def build_report(
 
     `suspects`: check for suspect labels (True), do not (False), or check when the input
     has extracted answers and few enough rollouts for the check to be cheap (None;
-    `curate.analysis.suspects.report_suspects`)."""
+    `curate.analysis.suspects.report_suspects`).
+
+    `trainer` with `train_batch_size`: the dynamic-sampling settings for that trainer at
+    the run's mixed-group share at `group_size` (`curate.trainers.settings`), in the
+    summary's `trainer_settings`."""
     from curate.analysis import load_analysis
     from curate.analysis.lengths import load_lengths
+    from curate.core.reasoning import truncation_of
     from curate.stats.lengths import length_warnings
     from curate.stats.suspects import check_parameters
 
     check_parameters(suspect_min_n, suspect_min_share)  # before the read: fail fast
+    plan_trainer = trainer_settings_request(
+        trainer, train_batch_size, gen_batch_size, max_gen_batches
+    )
 
     # Data-set statistics only: one pass over the file (token columns included), and
     # 0/1 scores compressed to a few weighted rows (no per-sample frame is kept).
@@ -76,11 +88,27 @@ def build_report(
     gates = evaluate_gates(
         loaded.summary, fail_under_signal=fail_under_signal, max_error_rate=max_error_rate
     )
+    if plan_trainer is not None:
+        from curate.trainers.settings import plan_dynamic_sampling
+
+        plan = plan_dynamic_sampling(
+            loaded.summary.gate["expected_open_fraction"],
+            trainer=plan_trainer,
+            train_batch_size=int(train_batch_size or 0),
+            group_size=group_size,
+            gen_batch_size=gen_batch_size,
+            max_gen_batches=max_gen_batches,
+        )
+        loaded.summary.extra["trainer_settings"] = plan.to_dict()
     # Token counts (and cost, given prices) when the input has them; else no section.
     usage = loaded.usage(price_in, price_out)
     # Lengths by outcome and truncation, when the input has completion token counts
-    # (a second, narrow read: token counts and outcomes only, never the text).
-    lengths = load_lengths(path, loaded.manifest)
+    # (from the rows the read above holds; token counts and outcomes, never the text).
+    # Every counted rollout is scored unless cut-short ones are error rows or excluded:
+    # then the summary's sample count is the length section's too.
+    policy = truncation_of(loaded.manifest)
+    hint = loaded.summary.samples if policy in ("grade", "wrong") else None
+    lengths = load_lengths(path, loaded.manifest, rows=loaded.source.lengths(), samples_hint=hint)
     if lengths is not None:
         loaded.summary.extra["lengths"] = lengths.section
         loaded.summary.warnings.extend(length_warnings(lengths.section))
@@ -99,3 +127,41 @@ def build_report(
     return Report(
         source=str(path), summary=loaded.summary, gates=gates, usage=usage, suspects=check
     )
+
+
+def trainer_settings_request(
+    trainer: str | None,
+    train_batch_size: int | None,
+    gen_batch_size: int | None,
+    max_gen_batches: int | None,
+) -> str | None:
+    """The trainer to plan dynamic sampling for, or None; an InputError for options that
+    only make sense together."""
+    from curate.errors import InputError
+    from curate.trainers.settings import TRAINERS
+
+    others = gen_batch_size is not None or max_gen_batches is not None
+    if trainer is None and train_batch_size is None:
+        if others:
+            raise InputError("--gen-batch-size and --max-gen-batches need --train-batch-size")
+        return None
+    if train_batch_size is None:
+        raise InputError(f"--trainer {trainer} needs --train-batch-size (prompts per step)")
+    if train_batch_size < 1:
+        raise InputError("--train-batch-size must be at least 1")
+    if gen_batch_size is not None and gen_batch_size < train_batch_size:
+        raise InputError(
+            f"--gen-batch-size {gen_batch_size} is below --train-batch-size {train_batch_size}: "
+            "a round could never fill a batch"
+        )
+    if max_gen_batches is not None and max_gen_batches < 0:
+        raise InputError("--max-gen-batches must be 0 (no limit) or more")
+    name = trainer or "verl"
+    if name not in TRAINERS:
+        raise InputError(f"--trainer {name}: unknown; choose from {', '.join(TRAINERS)}")
+    if others and not TRAINERS[name].bounded:
+        raise InputError(
+            f"--trainer {name} replaces filtered prompts one by one: it has no generation "
+            "batch or maximum to check"
+        )
+    return name

@@ -327,6 +327,11 @@ def render_markdown(
     lines += ["", f"**Compute multiplier:** {head}", ""] + [f"- {line}" for line in detail]
     if note := model_based_note(s.extra):  # adaptive runs (issue 13)
         lines += ["", f"_{note}_"]
+    if (settings := trainer_settings_text(s.extra)) is not None:
+        head, detail, paste = settings
+        lines += ["", f"**Trainer settings:** {head}", ""] + [f"- {line}" for line in detail]
+        if paste:
+            lines += ["", "```", *paste, "```"]
     if (suspect := suspect_line(suspects, source, code="`")) is not None:
         lines += ["", suspect]
     if s.warnings:
@@ -423,6 +428,13 @@ def render_table(
         console.print(f"  {line}", highlight=False)
     if note := model_based_note(s.extra):  # adaptive runs (issue 13)
         console.print(f"[bold]note[/bold]: {note}", highlight=False)
+    if (settings := trainer_settings_text(s.extra)) is not None:
+        head, detail, paste = settings
+        console.print(f"[bold]trainer settings[/bold]: {head}", highlight=False)
+        for line in detail:
+            console.print(f"  {line}", highlight=False)
+        for line in paste:  # not wrapped: pasted as they are
+            console.print(f"    {line}", highlight=False, markup=False, soft_wrap=True)
     if (suspect := suspect_line(suspects, source)) is not None:
         # Not wrapped by rich: the command in the line stays whole for copy and paste.
         console.print(suspect, highlight=False, markup=False, soft_wrap=True)
@@ -434,6 +446,19 @@ def render_table(
 
 
 # -- suspect labels (issue 11) ------------------------------------------------------------
+
+
+def trainer_settings_text(extra: dict[str, Any]) -> tuple[str, list[str], list[str]] | None:
+    """(headline, detail lines, settings to paste) of `--trainer` (curate.trainers.settings),
+    or None when not asked for."""
+    data = extra.get("trainer_settings")
+    if not data:
+        return None
+    from curate.trainers.settings import DynamicSamplingPlan, plan_lines
+
+    plan = DynamicSamplingPlan(**data)
+    head, detail = plan_lines(plan)
+    return head, detail, plan.settings
 
 
 def suspect_line(check: SuspectCheck | None, source: str | None, *, code: str = "") -> str | None:

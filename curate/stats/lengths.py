@@ -20,6 +20,7 @@ import math
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
+    import numpy as np
     import polars as pl
 
 OUTCOMES: Final = ("right", "wrong", "truncated")
@@ -34,20 +35,33 @@ MOSTLY: Final = 0.5
 LISTED_IDS: Final = 20
 
 
-def outcome_expr() -> pl.Expr:
-    """Each rollout's outcome (OUTCOMES), null for a failed rollout."""
+# Outcome codes, for fast comparisons on millions of rows (OUTCOMES[code] is the name).
+RIGHT, WRONG, TRUNCATED = 0, 1, 2
+
+
+def outcome_code_expr() -> pl.Expr:
+    """Each rollout's outcome as a code (RIGHT, WRONG, TRUNCATED), null for a failed one."""
     import polars as pl
 
     cut = pl.col("truncated").fill_null(False)
     return (
         pl.when(cut)
-        .then(pl.lit("truncated"))
+        .then(pl.lit(TRUNCATED, dtype=pl.UInt8))
         .when(pl.col("error").is_not_null())
-        .then(pl.lit(None, dtype=pl.String))
+        .then(pl.lit(None, dtype=pl.UInt8))
         .when(pl.col("score") >= 1.0)
-        .then(pl.lit("right"))
-        .otherwise(pl.lit("wrong"))
+        .then(pl.lit(RIGHT, dtype=pl.UInt8))
+        .otherwise(pl.lit(WRONG, dtype=pl.UInt8))
         .alias("outcome")
+    )
+
+
+def outcome_expr() -> pl.Expr:
+    """Each rollout's outcome by name (OUTCOMES), null for a failed rollout."""
+    import polars as pl
+
+    return outcome_code_expr().replace_strict(
+        list(range(len(OUTCOMES))), list(OUTCOMES), return_dtype=pl.String
     )
 
 
@@ -60,42 +74,84 @@ def nearest_rank(values: pl.Series, q: float) -> int | None:
     return int(values.drop_nulls().sort()[rank - 1])
 
 
-def _lengths(values: pl.Series) -> dict[str, Any]:
-    out: dict[str, Any] = {"rollouts": int(values.len())}
+def _ranked(counts: np.ndarray, q: float) -> int | None:
+    """`nearest_rank` from a histogram of the values."""
+    import numpy as np
+
+    n = int(counts.sum())
+    if n == 0:
+        return None
+    rank = max(1, math.ceil(q * n))
+    return int(np.searchsorted(np.cumsum(counts), rank))
+
+
+def _lengths(counts: np.ndarray) -> dict[str, Any]:
+    out: dict[str, Any] = {"rollouts": int(counts.sum())}
     for p in PERCENTILES:
-        out[f"p{p}"] = nearest_rank(values, p / 100)
-    out["max"] = None if values.len() == 0 else int(values.max())  # type: ignore[arg-type]
+        out[f"p{p}"] = _ranked(counts, p / 100)
+    out["max"] = _ranked(counts, 1.0)
     return out
 
 
 def length_summary(
-    rows: pl.DataFrame, *, max_tokens: int | None = None, excluded: bool = False
+    rows: pl.DataFrame,
+    *,
+    max_tokens: int | None = None,
+    excluded: bool = False,
+    samples_hint: int | None = None,
 ) -> dict[str, Any]:
     """The report's `lengths` section (README, JSON contract) for `rows` (see the module
     docstring). `max_tokens` is the run's own limit (None for a bare table); `excluded`
-    says that the run leaves its cut-short rollouts out of the other statistics."""
+    says that the run leaves its cut-short rollouts out of the other statistics;
+    `samples_hint` the number of samples with a counted rollout when the caller knows it
+    (else counted here)."""
+    import numpy as np
     import polars as pl
 
-    frame = rows.select(
-        "sample_id", pl.col("completion_tokens").cast(pl.Int64), outcome_expr()
-    ).filter(pl.col("outcome").is_not_null())
-    total = frame.height
-    measured = frame.filter(pl.col("completion_tokens").is_not_null())
-    by_outcome = {
-        name: _lengths(measured.filter(pl.col("outcome") == name)["completion_tokens"])
-        for name in OUTCOMES
-    }
-    per_sample = frame.group_by("sample_id").agg(
-        (pl.col("outcome") == "truncated").mean().alias("rate"),
-        (pl.col("outcome") == "right").any().alias("any_right"),
+    # Outcomes and lengths first, as numpy arrays without the ids (this runs on every
+    # report of a run): strings are touched only for the samples with a cut-short rollout.
+    cut_np = rows["truncated"].fill_null(False).to_numpy()
+    failed_np = rows["error"].is_not_null().to_numpy()
+    right_np = (rows["score"] >= 1.0).fill_null(False).to_numpy()
+    code = np.where(cut_np, TRUNCATED, np.where(right_np, RIGHT, WRONG)).astype(np.uint8)
+    counted_np = cut_np | ~failed_np
+    tokens = rows["completion_tokens"]
+    has_len = counted_np & ~tokens.is_null().to_numpy()
+    lens = np.clip(tokens.fill_null(0).to_numpy().astype(np.int64, copy=False), 0, None)
+    total = int(counted_np.sum())
+    hists = [np.bincount(lens[has_len & (code == c)]) for c in range(len(OUTCOMES))]
+    by_outcome = {name: _lengths(hists[c]) for c, name in enumerate(OUTCOMES)}
+    truncated = int(cut_np.sum())
+    counted = pl.Series(counted_np)
+    is_cut = pl.Series(cut_np)
+    outcome = pl.Series("outcome", code)
+    per_sample = pl.DataFrame(
+        schema={"sample_id": pl.String, "rate": pl.Float64, "any_right": pl.Boolean}
     )
+    samples = 0
+    if truncated:
+        ids = rows["sample_id"]
+        samples = ids.filter(counted).n_unique() if samples_hint is None else samples_hint
+        # Per-sample rates over the samples with a cut-short rollout only: the others
+        # are 0, and on a run with little truncation this groups few of the rows.
+        touched = ids.is_in(ids.filter(is_cut).unique().implode()) & counted
+        per_sample = (
+            pl.DataFrame({"sample_id": ids.filter(touched), "outcome": outcome.filter(touched)})
+            .group_by("sample_id")
+            .agg(
+                (pl.col("outcome") == TRUNCATED).mean().alias("rate"),
+                (pl.col("outcome") == RIGHT).any().alias("any_right"),
+            )
+        )
+    elif total:
+        samples = 1  # any positive count: every rate is 0
     mostly = per_sample.filter(pl.col("rate") > MOSTLY).sort("sample_id")
-    truncated = int((frame["outcome"] == "truncated").sum())
-    right = measured.filter(pl.col("outcome") == "right")["completion_tokens"]
-    recommended = nearest_rank(right, RECOMMEND_QUANTILE)
+    recommended = _ranked(hists[RIGHT], RECOMMEND_QUANTILE)
     cut = None
-    if recommended is not None and measured.height:
-        cut = float((measured["completion_tokens"] > recommended).mean())  # type: ignore[arg-type]
+    n_measured = sum(int(h.sum()) for h in hists)
+    if recommended is not None and n_measured:
+        longer = sum(int(h[recommended + 1 :].sum()) for h in hists)
+        cut = longer / n_measured
     rates = per_sample["rate"]
     return {
         "rollouts": total,
@@ -103,10 +159,10 @@ def length_summary(
         "truncation_rate": truncated / total if total else None,
         "excluded_from_statistics": excluded,
         "per_sample_truncation_rate": {
-            "mean": float(rates.mean()) if rates.len() else None,  # type: ignore[arg-type]
-            "max": float(rates.max()) if rates.len() else None,  # type: ignore[arg-type]
+            "mean": float(rates.sum()) / samples if samples else None,
+            "max": (float(rates.max()) if rates.len() else 0.0) if samples else None,  # type: ignore[arg-type]
         },
-        "samples_with_truncation": int((rates > 0).sum()),
+        "samples_with_truncation": per_sample.height,
         "mostly_truncated_samples": mostly.height,
         # "Always wrong" here may only be "too short": these never finished a right answer.
         "mostly_truncated_never_right": int((~mostly["any_right"]).sum()),

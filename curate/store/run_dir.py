@@ -8,10 +8,19 @@ Layout (documented in the README):
       rollouts/part-*.parquet   append-only shards, written atomically
       rollouts/corrupt/    shards set aside by `curate eval --set-aside-corrupt`
       .lock                present while a `curate eval` writes the directory
+      .lock.shard-I-of-K   present while `curate eval --shard I/K` writes its shard
+      .manifest.lock       taken for a moment by shard writers to check and write the
+                           manifest (left in place: removing it would race)
 
 One writer at a time: `RolloutStore.writer()` holds an exclusive `flock` on RUN/.lock
 for the whole writing session, so a second `curate eval` on the same directory is
 refused instead of writing every rollout a second time.
+
+Array jobs (`--shard I/K`) write disjoint samples, so K of them may write at once:
+each holds a *shared* flock on RUN/.lock (which keeps an unsharded writer out, and is
+refused while one writes) and an exclusive flock on its own RUN/.lock.shard-I-of-K
+(which refuses a second writer of the same shard). Shard writers check and update the
+manifest under RUN/.manifest.lock, so the first one's settings bind the others.
 
 Readers de-duplicate on (sample_id, run_idx): a scored row beats an error row (a
 resumed run re-tries failed rollouts), and of two error rows the later shard wins.
@@ -34,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from curate.core.shards import ShardSpec
 from curate.errors import InputError, RunError
 from curate.store.atomic import atomic_path, atomic_write_text
 from curate.store.schema import (
@@ -52,6 +62,11 @@ if TYPE_CHECKING:
 _shard_counter = itertools.count()
 
 LOCK_FILE = ".lock"
+SHARD_LOCK_PREFIX = ".lock.shard-"  # + "I-of-K"
+MANIFEST_LOCK_FILE = ".manifest.lock"
+# How long a shard writer retries a lock held for a moment by a finishing writer (or a
+# `curate status` probe) before it calls the run busy.
+LOCK_PATIENCE_S = 1.0
 CORRUPT_DIR = "corrupt"
 SET_ASIDE_OPTION = "--set-aside-corrupt"
 # Columns every shard must have, with these dtypes, for a reader to use it at all.
@@ -90,6 +105,24 @@ class LockHolder:
             fmt = "%H:%M:%S" if started.date() == dt.date.today() else "%Y-%m-%d %H:%M:%S"
             parts.append(f"since {started.strftime(fmt)}")
         return "another curate eval" + (f" ({', '.join(parts)})" if parts else "")
+
+    @property
+    def where(self) -> str:
+        """'pid@host' (or what of it is known)."""
+        return f"{self.pid if self.pid is not None else '?'}@{self.host or '?'}"
+
+    def alive(self) -> bool | None:
+        """Whether the holder's process still runs: None when it is on another host
+        (or unknown), where this process cannot tell."""
+        if self.pid is None or self.host != socket.gethostname():
+            return None
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
 
 
 class RolloutStore:
@@ -136,8 +169,11 @@ class RolloutStore:
                 path.unlink()
 
     # -- the writer lock ----------------------------------------------------
+    def shard_lock_path(self, shard: ShardSpec) -> Path:
+        return self.run_dir / f"{SHARD_LOCK_PREFIX}{shard.key}"
+
     @contextlib.contextmanager
-    def writer(self) -> Iterator[RolloutStore]:
+    def writer(self, shard: ShardSpec | None = None) -> Iterator[RolloutStore]:
         """Hold the run directory's writer lock for a writing session.
 
         Creates the directory if needed. A second writer (another process, or another
@@ -145,6 +181,9 @@ class RolloutStore:
         the lock when its holder dies, even by SIGKILL, so it never goes stale.
         Re-entrant on the same store object. On release the lock file is removed, and
         so are the directories this call created if nothing else was written to them.
+
+        With `shard`, the lock is the shard's: writers of other shards may hold theirs
+        at the same time (see the module docstring); a whole-run writer may not.
         """
         if self._writer_depth:
             self._writer_depth += 1
@@ -154,13 +193,98 @@ class RolloutStore:
                 self._writer_depth -= 1
             return
         created = _make_dirs(self.run_dir)
-        fd = _acquire_lock(self.lock_path, self.run_dir)
+        if shard is None:
+            try:
+                fd = _acquire_lock(self.lock_path, self.run_dir)
+            except RunDirBusyError:
+                writers = self.shard_writers()
+                if not writers:
+                    raise
+                raise RunDirBusyError(
+                    f"{_describe_shard_writers(writers)} writing this run directory; wait "
+                    "for them, evaluate with the same --shard I/K, or use another --out",
+                    path=self.run_dir,
+                ) from None
+            self._writer_depth = 1
+            try:
+                yield self
+            finally:
+                self._writer_depth = 0
+                _release_lock(fd, self.lock_path, created)
+            return
+        shared = _acquire_shared(self.lock_path, self.run_dir)
+        try:
+            own = _acquire_lock(
+                self.shard_lock_path(shard),
+                self.run_dir,
+                what=f"shard {shard} of this run directory",
+                patience=LOCK_PATIENCE_S,
+            )
+        except BaseException:
+            _release_shared(shared, self.lock_path, [])
+            raise
         self._writer_depth = 1
         try:
             yield self
         finally:
             self._writer_depth = 0
-            _release_lock(fd, self.lock_path, created)
+            try:
+                _release_lock(own, self.shard_lock_path(shard), [])
+            finally:
+                _release_shared(shared, self.lock_path, created)
+
+    def shard_writers(self) -> dict[str, LockHolder]:
+        """Shard ('I/K') -> its writer, for every shard lock held now."""
+        found: dict[str, LockHolder] = {}
+        for path in sorted(self.run_dir.glob(f"{SHARD_LOCK_PREFIX}*")):
+            spec = _shard_of_lock(path)
+            if spec is None:
+                continue
+            holder = _held_by(path)
+            if holder is not None:
+                found[str(spec)] = holder
+        return found
+
+    def shard_lock_holders(self) -> dict[str, LockHolder]:
+        """Shard ('I/K') -> who its lock file names, whether or not it is held now,
+        without touching the locks (`curate status` must never make a starting
+        writer see a busy lock). A writer killed by SIGKILL leaves its file behind:
+        `LockHolder.alive` tells on the same host."""
+        found: dict[str, LockHolder] = {}
+        for path in sorted(self.run_dir.glob(f"{SHARD_LOCK_PREFIX}*")):
+            spec = _shard_of_lock(path)
+            if spec is None:
+                continue
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                found[str(spec)] = _read_holder(fd)
+            finally:
+                os.close(fd)
+        return found
+
+    @contextlib.contextmanager
+    def manifest_lock(self) -> Iterator[None]:
+        """Exclusive for the moment shard writers check and write the manifest (blocks;
+        held for milliseconds). The file stays: unlinking it would let two writers lock
+        two different files."""
+        import fcntl
+
+        try:
+            fd = os.open(
+                self.run_dir / MANIFEST_LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666
+            )
+        except OSError as exc:
+            raise InputError(
+                f"cannot write to the run directory ({exc.strerror})", path=self.run_dir
+            ) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
 
     def writer_held(self) -> bool:
         """Whether this store object holds the writer lock now."""
@@ -322,13 +446,13 @@ class RolloutStore:
             ) from exc
 
     def completed_pairs(self) -> pl.DataFrame:
-        """(sample_id, run_idx) pairs that have a scored (non-error) rollout."""
-        import polars as pl
+        """(sample_id, run_idx) pairs that have a scored (non-error) rollout, or one cut
+        short under `--truncated error` (not redone)."""
 
         cols = ["sample_id", "run_idx", "error"]
         shards = self.shard_paths()
         frame = self._collect(self.scan(cols, shards=shards), shards, cols)
-        return frame.filter(pl.col("error").is_null()).select("sample_id", "run_idx").unique()
+        return frame.filter(_settled()).select("sample_id", "run_idx").unique()
 
     def missing_pairs(self, sample_ids: Sequence[str] | pl.Series, runs: int) -> int:
         """How many pairs (sample_id, run_idx < runs) of `sample_ids` hold no scored
@@ -341,11 +465,22 @@ class RolloutStore:
             return total
         stored = self.rollouts(["sample_id", "run_idx", "error"])
         done = stored.filter(
-            pl.col("error").is_null()
+            _settled()
             & pl.col("run_idx").is_between(0, runs - 1)
             & pl.col("sample_id").is_in(ids.implode())
         ).height
         return total - done
+
+
+def _settled() -> pl.Expr:
+    """Rows a resume does not redo: scored ones, and rollouts stored as cut short under
+    `--truncated error` (their seed would cut them short again)."""
+    import polars as pl
+
+    from curate.core.reasoning import TRUNCATED_ERROR_PREFIX
+
+    error = pl.col("error")
+    return error.is_null() | error.str.starts_with(TRUNCATED_ERROR_PREFIX).fill_null(False)
 
 
 def set_aside_corrupt_shards(store: RolloutStore) -> list[Path]:
@@ -435,10 +570,20 @@ def _make_dirs(path: Path) -> list[Path]:
     return created
 
 
-def _acquire_lock(lock_path: Path, run_dir: Path) -> int:
-    """An fd holding an exclusive flock on `lock_path`, which names the holder."""
+def _acquire_lock(
+    lock_path: Path,
+    run_dir: Path,
+    *,
+    what: str = "this run directory",
+    patience: float = 0.0,
+) -> int:
+    """An fd holding an exclusive flock on `lock_path`, which names the holder.
+
+    A lock held by someone else is retried for `patience` seconds before the run is
+    called busy (a shard lock may be held for an instant by a probe)."""
     import fcntl
 
+    deadline = time.monotonic() + patience
     while True:
         try:
             fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
@@ -455,9 +600,11 @@ def _acquire_lock(lock_path: Path, run_dir: Path) -> int:
         except BlockingIOError:
             holder = _read_holder(fd)
             os.close(fd)
+            if time.monotonic() < deadline:
+                time.sleep(0.05)
+                continue
             raise RunDirBusyError(
-                f"{holder.describe()} is writing this run directory; "
-                "wait for it or use another --out",
+                f"{holder.describe()} is writing {what}; wait for it or use another --out",
                 path=run_dir,
             ) from None
         except OSError as exc:
@@ -482,6 +629,108 @@ def _acquire_lock(lock_path: Path, run_dir: Path) -> int:
         os.ftruncate(fd, 0)
         os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
         return fd
+
+
+def _acquire_shared(lock_path: Path, run_dir: Path) -> int:
+    """An fd holding a shared flock on `lock_path` (RUN/.lock): shard writers share it,
+    a whole-run writer holds it exclusively. Nothing is written into the file."""
+    import fcntl
+
+    deadline = time.monotonic() + LOCK_PATIENCE_S
+    while True:
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        except FileNotFoundError:
+            _make_dirs(run_dir)
+            continue
+        except OSError as exc:
+            raise InputError(
+                f"cannot write to the run directory ({exc.strerror})", path=run_dir
+            ) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _read_holder(fd)
+            os.close(fd)
+            # A finishing shard writer holds it exclusively for an instant to remove it.
+            if time.monotonic() < deadline:
+                time.sleep(0.05)
+                continue
+            raise RunDirBusyError(
+                f"{holder.describe()} is writing this whole run directory (no --shard); "
+                "wait for it or use another --out",
+                path=run_dir,
+            ) from None
+        except OSError as exc:
+            os.close(fd)
+            raise RunError(
+                f"cannot lock the run directory ({exc.strerror}); its file system may not "
+                "support file locks",
+                path=run_dir,
+            ) from exc
+        try:
+            ours = os.fstat(fd)
+            now = os.stat(lock_path)
+            same = (ours.st_dev, ours.st_ino) == (now.st_dev, now.st_ino)
+        except FileNotFoundError:
+            same = False
+        if not same:  # removed by the last shard writer as we opened it
+            os.close(fd)
+            continue
+        return fd
+
+
+def _release_shared(fd: int, lock_path: Path, created: list[Path]) -> None:
+    """Drop a shard writer's shared hold on RUN/.lock; the last one out removes it
+    (and the directories its writer created, when empty). Linux drops the shared
+    lock when the upgrade fails, which is what releasing wants anyway."""
+    import fcntl
+
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return  # other shard writers still hold it
+        _release_lock(fd, lock_path, created)
+        fd = -1
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def _shard_of_lock(path: Path) -> ShardSpec | None:
+    """The shard a '.lock.shard-I-of-K' file locks (None: not such a name)."""
+    index, _, count = path.name.removeprefix(SHARD_LOCK_PREFIX).partition("-of-")
+    if not (index.isdigit() and count.isdigit()) or int(index) >= int(count):
+        return None
+    return ShardSpec(int(index), int(count))
+
+
+def _held_by(path: Path) -> LockHolder | None:
+    """Who holds the flock on `path` now (None: nobody). Probes with a shared lock for
+    an instant, which a starting writer of that shard rides out (LOCK_PATIENCE_S)."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _read_holder(fd)
+        except OSError:
+            return None
+        return None
+    finally:
+        os.close(fd)
+
+
+def _describe_shard_writers(writers: dict[str, LockHolder]) -> str:
+    """'curate eval --shard writers (0/4: 123@host, 2/4: 456@host) are'."""
+    listed = ", ".join(f"{shard}: {holder.where}" for shard, holder in writers.items())
+    return f"curate eval --shard writers ({listed}) are"
 
 
 def _read_holder(fd: int) -> LockHolder:
@@ -555,6 +804,7 @@ MANIFEST_TYPES: dict[str, tuple[type, ...]] = {
     "adaptive": _BOOL,
     "adaptive_policy": _OPT_OBJ,
     "adaptive_summary": _OPT_OBJ,
+    "shards": _OPT_OBJ,
     "curate_version": _STR,
     "created_at": _STR,
     "updated_at": _STR,

@@ -249,6 +249,16 @@ class ScoreRead(_Origin):
     layout: Layout
     rollouts: pl.LazyFrame
     _errors: pl.Series | None = field(default=None, repr=False)
+    # LENGTH_COLUMNS of every rollout when the read had them in memory (None: read them
+    # when asked, `read_lengths`).
+    _lengths: pl.DataFrame | None = field(default=None, repr=False)
+
+    def lengths(self) -> pl.DataFrame | None:
+        """The rows of the report's length section (`read_lengths`), from this read's own
+        rows when it held them: no second read of the run."""
+        if self._lengths is not None:
+            return self._lengths
+        return read_lengths(self.path)
 
     def exact(self) -> ScoreRead:
         """The same input read by `load_scores` (for when `AnyOrder.group` gave up)."""
@@ -322,7 +332,10 @@ def _is_json(path: Path) -> bool:
 
 def _exact_read(path: Path) -> ScoreRead:
     source = load_scores(path)
+    # An `exclude` run's rows lack the cut-short ones, which the length section counts.
+    held = source.store is None or not excludes_truncated(source.manifest)
     return ScoreRead(
+        _lengths=_length_rows(source.rollouts, "score") if held else None,
         _errors=source.rollouts["error"].drop_nulls(),
         path=source.path,
         layout=Rows(source.rollouts),
@@ -351,6 +364,8 @@ def _one_scan(path: Path) -> ScoreRead | None:
     # Unreadable or unusual input: load_scores reads it again and names the problem.
     except _input_errors():
         return None
+    excluded = plan.store is not None and excludes_truncated(plan.manifest)
+    lengths = None if excluded else _length_rows(frame, "_score")
     rows = plan.rows
     if not plan.has_run_idx:
         # As load_scores does: number each sample's rows in file order.
@@ -371,6 +386,7 @@ def _one_scan(path: Path) -> ScoreRead | None:
         _tokens_read=not (plan.store is not None and excludes_truncated(plan.manifest)),
         # The rows are in memory now: the error texts cost nothing more to keep.
         _errors=frame["error"].drop_nulls(),
+        _lengths=lengths,
     )
 
 
@@ -587,7 +603,9 @@ def _one_pass_plan(path: Path) -> _Plan | None:
             lf = store.scan([*SCORE_COLUMNS, *tokens, "truncated"]).filter(_kept())
             lf = lf.drop("_shard", "truncated")
         else:
-            lf = store.scan([*SCORE_COLUMNS, *tokens]).drop("_shard")
+            # `truncated` rides along for the report's length section (no second read).
+            flags = ["truncated"] if tokens and "truncated" in cols else []
+            lf = store.scan([*SCORE_COLUMNS, *tokens, *flags]).drop("_shard")
         return _Plan(lf.rename({"score": "_score"}), True, manifest, store)
 
     # Existence first: a missing path is load_scores' to name, not an unknown format.
@@ -614,6 +632,7 @@ def _one_pass_plan(path: Path) -> _Plan | None:
         pl.col("score").cast(pl.Float64).alias("_score"),
         error.alias("error"),
         *(c for c in TOKEN_COLUMNS if c in schema),
+        *(["truncated"] if "truncated" in schema and "completion_tokens" in schema else []),
     )
     return _Plan(rows, has_run_idx, None, None)
 
@@ -766,6 +785,29 @@ def _resolve_duplicates(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
 # ------------------------------------------------ lengths (the report's truncation section)
 
 LENGTH_COLUMNS = ("sample_id", "score", "error", "truncated", "completion_tokens")
+
+
+def _length_rows(frame: pl.DataFrame, score: str) -> pl.DataFrame | None:
+    """LENGTH_COLUMNS out of rows already read (`score`: the column holding the score as
+    read); None without completion token counts."""
+    import polars as pl
+
+    if "completion_tokens" not in frame.columns:
+        return None
+    try:
+        return frame.select(
+            pl.col("sample_id").cast(pl.String),
+            pl.when(pl.col("error").is_null()).then(pl.col(score)).alias("score"),
+            pl.col("error"),
+            (
+                pl.col("truncated").cast(pl.Boolean, strict=False)
+                if "truncated" in frame.columns
+                else pl.lit(None, dtype=pl.Boolean).alias("truncated")
+            ),
+            pl.col("completion_tokens").cast(pl.Int64, strict=False),
+        )
+    except _input_errors():  # optional section: the scores decide whether a read works
+        return None
 
 
 def read_lengths(path: str | os.PathLike[str]) -> pl.DataFrame | None:

@@ -144,8 +144,10 @@ def test_error_policy_rows_are_not_retried(think_data, tmp_path: Path) -> None: 
     run = tmp_path / "run"
     first = _eval(data, answers, run, truncation="error")
     assert first.result.errors == 8
+    # Nothing left to do: no engine start either (the same seed would cut them again).
+    assert RolloutStore(run).missing_pairs(["q0", "q1", "q2", "q3"], 4) == 0
     again = _eval(data, answers, run, truncation="error")
-    assert again.result.rollouts == 0  # the same seed would cut them short again
+    assert again.result.rollouts == 0
 
 
 def test_exclude_keeps_rows_stored_and_out_of_every_statistic(think_data, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -33,6 +33,9 @@ def test_public_api() -> None:
         "verl:FILE.py:FUNCTION",
         "trl:FILE.py:FUNCTION",
         "trl:module:function",
+        # Added with issue 14: programs run against the sample's tests.
+        "code",
+        "code:score=fraction",
     )
 
 

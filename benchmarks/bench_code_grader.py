@@ -1,0 +1,81 @@
+"""Throughput of the code grader: programs per second for trivial programs and for
+programs that compute for about a second, with 1 and 2 workers, against a bare
+`subprocess.run([python, -I, -c, program])` baseline (no sandbox, one at a time, the same
+interpreter) measured in the same run.
+
+    PYTHONPATH=. python benchmarks/bench_code_grader.py [--trivial 30] [--busy 4] [--repeat 3]
+
+Each side is timed `--repeat` times in alternating order (the machine may be shared) and
+the medians are compared. Prints one line per workload: the baseline rate, curate's rate
+at workers 1 and 2, and the ratios (the sandbox's cost per program, and what a second
+worker buys).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+from curate.graders.code import CodeGrader
+from curate.graders.sandbox import Limits, protection_available
+
+TEST = "def check(candidate):\n    assert candidate(3) == 6\n"
+ROW = {"prompt": "def solve(x):\n", "entry_point": "solve", "test": TEST}
+TRIVIAL = "    return 2 * x\n"
+# About a second of CPU on one core of the machine this was written on.
+BUSY = "    total = 0\n    for i in range(12_000_000):\n        total += i & 1\n    return 2 * x\n"
+
+
+def bare_seconds(body: str, count: int) -> float:
+    """Seconds for `count` programs, a plain subprocess each, one at a time, on the
+    interpreter the sandbox uses (it may be the system's, see curate.graders.sandbox)."""
+    program = ROW["prompt"] + body + "\n" + TEST + "\ncheck(solve)\n"
+    python = protection_available().python or sys.executable
+    started = time.perf_counter()
+    for _ in range(count):
+        subprocess.run([python, "-I", "-c", program], check=True)
+    return time.perf_counter() - started
+
+
+def curate_seconds(body: str, count: int, workers: int) -> float:
+    grader = CodeGrader("code", limits=Limits(wall_s=30.0), workers=workers)
+    started = time.perf_counter()
+    results = grader.grade_batch([body] * count, [TEST] * count, [ROW] * count)
+    seconds = time.perf_counter() - started
+    assert all(result.score == 1.0 for result in results), results[:2]
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trivial", type=int, default=30, help="trivial programs per timing")
+    parser.add_argument("--busy", type=int, default=4, help="one-second programs per timing")
+    parser.add_argument("--repeat", type=int, default=3, help="timings per side")
+    args = parser.parse_args()
+    print(f"sandbox: {protection_available().summary}")
+    for name, body, count in (("trivial", TRIVIAL, args.trivial), ("1-second", BUSY, args.busy)):
+        sides: dict[str, Callable[[], float]] = {
+            "bare": lambda body=body, count=count: bare_seconds(body, count),
+            "w1": lambda body=body, count=count: curate_seconds(body, count, 1),
+            "w2": lambda body=body, count=count: curate_seconds(body, count, 2),
+        }
+        curate_seconds(body, 2, 2)  # warm-up (file cache; the probe is already done)
+        times: dict[str, list[float]] = {side: [] for side in sides}
+        for round_index in range(args.repeat):
+            order = list(sides) if round_index % 2 == 0 else list(reversed(sides))
+            for side in order:
+                times[side].append(sides[side]())
+        rate = {side: count / statistics.median(values) for side, values in times.items()}
+        print(
+            f"{name:>8} programs: bare subprocess {rate['bare']:6.2f}/s | curate workers=1 "
+            f"{rate['w1']:6.2f}/s ({rate['w1'] / rate['bare']:.2f}x bare) | workers=2 "
+            f"{rate['w2']:6.2f}/s ({rate['w2'] / rate['w1']:.2f}x workers=1)"
+        )
+
+
+if __name__ == "__main__":
+    main()
