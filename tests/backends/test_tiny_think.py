@@ -34,7 +34,7 @@ MAX_TOKENS = 40
 
 
 def test_think_tokens_are_single_non_special_tokens() -> None:
-    from transformers import AutoTokenizer
+    AutoTokenizer = pytest.importorskip("transformers").AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(THINK_MODEL))
     text = "<think>3+4: 3+4=7, so 7</think>7"
