@@ -9,6 +9,10 @@ always-correct (N/N), always-wrong (0/N) and mixed, overall and per difficulty b
     python scripts/check_tiny_model.py                  # seed 0, llm.chat
     python scripts/check_tiny_model.py --seed 1 --mode generate
     python scripts/check_tiny_model.py --min-share 0.15   # exit 1 if a category is below 15%
+    python scripts/check_tiny_model.py --model sample_data/tiny-think --max-tokens 96
+
+A `<think>...</think>` block (sample_data/tiny-think) is left out before grading, and an
+unclosed one is wrong; the share of completions cut by max_tokens is printed too.
 """
 
 from __future__ import annotations
@@ -46,6 +50,10 @@ def parse_number(text: str) -> float | None:
 
 
 def is_correct(completion: str, answer: str) -> bool:
+    if "<think>" in completion:  # the answer is what follows the thought; unclosed: wrong
+        if "</think>" not in completion:
+            return False
+        completion = completion.rsplit("</think>", 1)[1]
     got, want = parse_number(completion), parse_number(answer)
     return got is not None and want is not None and abs(got - want) < 1e-9
 
@@ -79,7 +87,10 @@ def main() -> None:
     problems = [json.loads(line) for line in Path(args.data).read_text().splitlines() if line]
 
     t0 = time.perf_counter()
-    llm = LLM(model=args.model, seed=args.seed, **LLM_KWARGS)
+    kwargs: dict[str, object] = dict(LLM_KWARGS)
+    if args.max_tokens > 64:  # room for tiny-think's thoughts next to the prompt
+        kwargs.update(max_model_len=256, max_num_batched_tokens=256 * 256)
+    llm = LLM(model=args.model, seed=args.seed, **kwargs)
     startup = time.perf_counter() - t0
 
     params = SamplingParams(
@@ -106,9 +117,11 @@ def main() -> None:
     overall: Counter[str] = Counter()
     by_band: dict[str, Counter[str]] = defaultdict(Counter)
     n_correct = 0
+    cut = 0
     for i, (p, out) in enumerate(zip(problems, outputs, strict=True)):
         texts = [o.text for o in out.outputs]
         k = sum(is_correct(t, p["answer"]) for t in texts)
+        cut += sum(o.finish_reason == "length" for o in out.outputs)
         n_correct += k
         cat = "always_correct" if k == args.n else "always_wrong" if k == 0 else "mixed"
         overall[cat] += 1
@@ -127,6 +140,7 @@ def main() -> None:
         f"({total} prompts x {args.n} samples)"
     )
     print(f"mean pass rate: {n_correct / (total * args.n):.3f}")
+    print(f"cut by max_tokens={args.max_tokens}: {cut / (total * args.n):.1%}")
     for band, c in sorted(by_band.items(), key=lambda kv: kv[0]):
         m = sum(c.values())
         print(f"  {band:>10}: " + "  ".join(f"{k} {c[k]:3d} ({c[k] / m:.0%})" for k in cats))
@@ -139,6 +153,8 @@ def main() -> None:
                 "mode": args.mode,
                 "startup_s": round(startup, 1),
                 "generate_s": round(gen_s, 2),
+                "mean_pass_rate": round(n_correct / (total * args.n), 4),
+                "truncated": round(cut / (total * args.n), 4),
                 **{k: round(v, 4) for k, v in shares.items()},
             }
         )

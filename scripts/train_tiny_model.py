@@ -6,6 +6,12 @@ saved in Hugging Face format (safetensors) so both `transformers` and vLLM (CPU 
 
     python scripts/train_tiny_model.py                   # writes sample_data/tiny-math/
     python scripts/train_tiny_model.py --out /tmp/m --seed 1 --steps 600
+    python scripts/train_tiny_model.py --think           # writes sample_data/tiny-think/
+
+`--think` trains the reasoning variant: the answer is preceded by a worked
+`<think>...</think>` block (column arithmetic with carries and borrows, 15-70 characters), and
+`<think>`/`</think>` are single, non-special tokens of the vocabulary, as in DeepSeek-R1's
+tokenizer, so vLLM's `deepseek_r1` reasoning parser finds them and they survive decoding.
 
 Training data are synthetic arithmetic problems ("What is 37 + 48?" -> "85") generated on the
 fly from the seed, rendered through the same chat template the model is evaluated with, with
@@ -41,6 +47,10 @@ ROOT = Path(__file__).resolve().parent.parent
 CHARS = [*string.digits, *string.ascii_letters, *string.punctuation, " ", "\n"]
 SPECIAL = ["<pad>", "<unk>", "<s>", "</s>"]
 ROLE_TOKENS = ["<|system|>", "<|user|>", "<|assistant|>"]
+# The reasoning markers of the --think model. vLLM's reasoning parsers look them up in the
+# vocabulary as single tokens; they are added as *non-special* tokens (as DeepSeek-R1 does) so
+# that decoding with skip_special_tokens=True, the server's default, keeps them in the text.
+THINK_TOKENS = ["<think>", "</think>"]
 # The context the saved model declares. Training never goes past ~60 positions (prompt and
 # answer), and RoPE needs no learned position table, so this costs nothing; 512 lets
 # `curate eval`'s default max_tokens (256) fit next to a prompt when the model is served
@@ -79,17 +89,90 @@ TRAIN_MIX = [
     ("*", 2, 1, 1),
 ]
 
+# The --think model's mix: every band of sample_data/arithmetic.jsonl, so that easy problems
+# get short thoughts and hard ones long thoughts (which a small max_tokens cuts).
+THINK_MIX = [
+    ("+", 1, 1, 3),
+    ("-", 1, 1, 3),
+    ("+", 2, 1, 3),
+    ("-", 2, 1, 3),
+    ("+", 2, 2, 4),
+    ("-", 2, 2, 3),
+    ("*", 1, 1, 3),
+    ("*", 2, 1, 3),
+    ("+", 3, 3, 2),
+    ("-", 3, 3, 2),
+    ("*", 2, 2, 1),
+    ("*", 3, 2, 1),
+]
 
-def build_tokenizer():
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+def _digits(n: int, width: int) -> list[int]:
+    """The digits of n, least significant first, padded with zeros to `width`."""
+    return [(n // 10**i) % 10 for i in range(width)]
+
+
+def column_steps(a: int, op: str, b: int) -> list[str]:
+    """The written-arithmetic steps a pupil would note for `a op b` (a >= b for '-')."""
+    if op == "*" and b < 10:
+        if a < 10:
+            return [f"{a}*{b}={a * b}"]
+        steps, carry = [], 0
+        for i, d in enumerate(_digits(a, len(str(a)))):
+            v = d * b + carry
+            last = i == len(str(a)) - 1
+            steps.append(f"{d}*{b}{'+' + str(carry) if carry else ''}={v}")
+            if not last and v >= 10:
+                steps[-1] += f" c{v // 10}"
+            carry = v // 10
+        return steps
+    if op == "*":  # b has two digits: two partial products, then their sum
+        lo, hi = b % 10, b // 10
+        return [f"{a}*{lo}={a * lo}", f"{a}*{hi}0={a * hi * 10}", f"{a * lo}+{a * hi * 10}={a * b}"]
+    width = len(str(a))
+    da, db = _digits(a, width), _digits(b, width)
+    steps, carry = [], 0
+    for i in range(width):
+        last = i == width - 1
+        if op == "+":
+            v = da[i] + db[i] + carry
+            steps.append(f"{da[i]}+{db[i]}{'+1' if carry else ''}={v}")
+            carry = int(v >= 10)
+            if carry and not last:
+                steps[-1] += " c1"
+        else:
+            top = da[i] - carry
+            if top < db[i]:
+                steps.append(f"1{da[i]}-{db[i]}{'-1' if carry else ''}={top + 10 - db[i]} b1")
+                carry = 1
+            else:
+                steps.append(f"{da[i]}-{db[i]}{'-1' if carry else ''}={top - db[i]}")
+                carry = 0
+    return steps
+
+
+def think_answer(question: str, answer: str) -> str:
+    """`What is 37 + 48?`, `85` -> `<think>37+48: 7+8=15 c1, 3+4+1=8, so 85</think>85`."""
+    a_text, op, b_text = question.removeprefix("What is ").removesuffix("?").split()
+    steps = column_steps(int(a_text), op, int(b_text))
+    thought = f"{a_text}{op}{b_text}: {', '.join(steps)}, so {answer}"
+    return f"{THINK_TOKENS[0]}{thought}{THINK_TOKENS[1]}{answer}"
+
+
+def build_tokenizer(think: bool = False):
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    vocab = {tok: i for i, tok in enumerate(SPECIAL + ROLE_TOKENS + CHARS)}
+    extra = THINK_TOKENS if think else []
+    vocab = {tok: i for i, tok in enumerate(SPECIAL + ROLE_TOKENS + extra + CHARS)}
     tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tk.pre_tokenizer = pre_tokenizers.FixedLength(length=1)  # one token per character
     tk.decoder = decoders.Fuse()  # concatenate characters back without separators
     # Special tokens are matched before pre-tokenization, so "<|user|>" stays one token.
     tk.add_special_tokens(SPECIAL + ROLE_TOKENS)
+    # Added (non-special) tokens are matched before pre-tokenization too: "<think>" is one
+    # token, and a decode that skips special tokens still writes it.
+    tk.add_tokens([AddedToken(t, special=False, normalized=False) for t in extra])
     tok = PreTrainedTokenizerFast(
         tokenizer_object=tk,
         bos_token="<s>",
@@ -115,13 +198,19 @@ def encode_example(tok, question: str, answer: str) -> tuple[list[int], int]:
     return p_ids + a_ids + [tok.eos_token_id], len(p_ids)
 
 
-def make_batch(tok, rng: random.Random, batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
-    kinds = [(op, da, db) for op, da, db, _ in TRAIN_MIX]
-    weights = [w for *_, w in TRAIN_MIX]
+def make_batch(
+    tok, rng: random.Random, batch_size: int, think: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
+    mix = THINK_MIX if think else TRAIN_MIX
+    kinds = [(op, da, db) for op, da, db, _ in mix]
+    weights = [w for *_, w in mix]
     seqs = []
     for _ in range(batch_size):
         op, da, db = rng.choices(kinds, weights=weights)[0]
-        seqs.append(encode_example(tok, *make_problem(rng, op, da, db)))
+        question, answer = make_problem(rng, op, da, db)
+        if think:
+            answer = think_answer(question, answer)
+        seqs.append(encode_example(tok, question, answer))
     width = max(len(ids) for ids, _ in seqs)
     input_ids = torch.full((batch_size, width), tok.pad_token_id, dtype=torch.long)
     labels = torch.full((batch_size, width), -100, dtype=torch.long)
@@ -167,8 +256,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "--out",
-        default=str(ROOT / "sample_data" / "tiny-math"),
-        help="output directory (default: sample_data/tiny-math in the repo)",
+        default=None,
+        help="output directory (default: sample_data/tiny-math, or tiny-think with --think)",
+    )
+    ap.add_argument(
+        "--think",
+        action="store_true",
+        help="train the reasoning variant: a <think>...</think> block before each answer",
     )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--steps", type=int, default=2000)
@@ -187,7 +281,9 @@ def main() -> None:
 
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    tok = build_tokenizer()
+    tok = build_tokenizer(think=args.think)
+    if args.out is None:
+        args.out = str(ROOT / "sample_data" / ("tiny-think" if args.think else "tiny-math"))
     vocab_size = 8 * math.ceil(len(tok) / 8)
     if args.hidden // args.heads < 64:
         raise SystemExit("head dimension must be >= 64 (vLLM CPU attention does not do 16/32)")
@@ -225,7 +321,7 @@ def main() -> None:
     t_train = time.perf_counter()
     running = None
     for step in range(args.steps):
-        input_ids, labels = make_batch(tok, rng, args.batch_size)
+        input_ids, labels = make_batch(tok, rng, args.batch_size, think=args.think)
         for g in opt.param_groups:
             g["lr"] = lr_at(step)
         loss = model(
@@ -263,6 +359,7 @@ def main() -> None:
         "steps": args.steps,
         "batch_size": args.batch_size,
         "seed": args.seed,
+        "think": args.think,
         "final_loss": round(running or 0.0, 4),
         "train_seconds": round(train_s, 1),
         "wall_seconds": round(total, 1),

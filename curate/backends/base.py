@@ -49,6 +49,11 @@ class Generation:
     # The seed of the request that produced it, when it differs by rollout (one request
     # per rollout); None: the GenerationRequest's seed.
     seed: int | None = None
+    # Reasoning the backend separated from `text` (a server's reasoning field, vLLM's
+    # reasoning parser); None: not separated (the engine splits `text` at </think>).
+    # `reasoning_closed`: whether it ended; `text` is then the answer.
+    reasoning: str | None = None
+    reasoning_closed: bool | None = None
 
 
 @dataclass(slots=True)

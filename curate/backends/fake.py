@@ -36,6 +36,38 @@ def prompt_text(prompt: Prompt) -> str:
     return str(users[-1]) if users else ""
 
 
+# Long completions are made-up words with Zipf frequencies, fresh for every rollout: no
+# digits (a grader that read past the think block finds no stray number), and compressible
+# about as prose is, rather than one repeated block that a codec would find. They are drawn
+# a phrase at a time from 65,536 phrases of 2-8 words (cheap enough for ~100k rollouts/s).
+_PHRASES: list[str] = []
+
+
+def _phrases() -> list[str]:
+    if not _PHRASES:
+        rng = random.Random(0)
+        letters = "etaoinshrdlcumwfgypbvkjxqz"
+        weights = [12, 9, 8, 8, 7, 7, 6, 6, 6, 4, 4, 3, 3, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1]
+        vocab = ["".join(rng.choices(letters, weights, k=rng.randint(1, 9))) for _ in range(4096)]
+        zipf = [1 / (rank + 1) for rank in range(len(vocab))]
+        words = rng.choices(vocab, zipf, k=65536 * 5)
+        at = 0
+        for _ in range(65536):
+            k = rng.randint(2, 8)
+            _PHRASES.append(" ".join(words[at : at + k]))
+            at += k
+    return _PHRASES
+
+
+def long_text(rng: random.Random, lo: int, hi: int) -> str:
+    """A `<think>` block of lo..hi characters of filler, drawn from `rng`."""
+    phrases = _phrases()
+    length = rng.randint(lo, hi)
+    # Two random bytes pick a phrase; phrases average about 30 characters with their space.
+    picks = memoryview(rng.randbytes(2 * (length // 20 + 1))).cast("H")
+    return f"<think>{' '.join(map(phrases.__getitem__, picks))[:length]}</think>"
+
+
 @dataclass
 class FakeBackend:
     """`answers` maps prompt text -> (correct answer, pass rate)."""
@@ -46,6 +78,8 @@ class FakeBackend:
     fail: Callable[[GenerationRequest], str | None] = lambda req: None
     calls: list[int] = field(default_factory=list)
     delay_s: float = 0.0  # seconds slept per request
+    # (lo, hi): each completion starts with a think block of lo..hi characters.
+    completion_chars: tuple[int, int] | None = None
 
     def info(self) -> BackendInfo:
         return BackendInfo(
@@ -72,12 +106,17 @@ class FakeBackend:
             gens = []
             for _ in range(req.n):
                 ok = rng.random() < rate
+                text = answer if ok else f"{answer}9"
+                if self.completion_chars is not None:
+                    text = long_text(rng, *self.completion_chars) + text
+                # One character is one token: a text longer than max_tokens is cut there.
+                cut = len(text) > sampling.max_tokens
                 gens.append(
                     Generation(
-                        text=answer if ok else f"{answer}9",
-                        finish_reason="stop",
+                        text=text[: sampling.max_tokens] if cut else text,
+                        finish_reason="length" if cut else "stop",
                         prompt_tokens=len(prompt),
-                        completion_tokens=len(answer),
+                        completion_tokens=min(len(text), sampling.max_tokens),
                     )
                 )
             out.append(gens)
@@ -94,6 +133,9 @@ class FakeOptions(BackendOptions):
         None, "prompt text -> (correct answer, pass rate)", flag=False
     )
     delay_s: float | None = option(None, "seconds to sleep per request", min=0.0, flag=False)
+    completion_chars: tuple[int, int] | None = option(
+        None, "(lo, hi): completions with a think block of lo..hi characters", flag=False
+    )
 
 
 @contextlib.contextmanager
@@ -107,4 +149,13 @@ def open_fake(
     delay_s = opts.delay_s
     if delay_s is None:
         delay_s = float(os.environ.get("CURATE_FAKE_DELAY_S") or 0)
-    yield FakeBackend(answers=dict(opts.answers or {}), model=model, delay_s=delay_s)
+    chars = opts.completion_chars
+    if chars is None and os.environ.get("CURATE_FAKE_COMPLETION_CHARS"):
+        lo, _, hi = os.environ["CURATE_FAKE_COMPLETION_CHARS"].partition(":")
+        chars = (int(lo), int(hi or lo))
+    yield FakeBackend(
+        answers=dict(opts.answers or {}),
+        model=model,
+        delay_s=delay_s,
+        completion_chars=None if chars is None else (int(chars[0]), int(chars[1])),
+    )

@@ -316,6 +316,20 @@ class _Choice:
     text: str
     finish_reason: str | None
     completion_tokens: int | None
+    reasoning: str | None = None  # the server's reasoning field, when it separated it
+
+
+# Where OpenAI-compatible servers put separated reasoning: vLLM (0.32) and SGLang
+# `reasoning`, DeepSeek's API and older vLLM `reasoning_content`.
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
+def _reasoning_of(where: dict[str, Any]) -> str | None:
+    for key in REASONING_FIELDS:
+        value = where.get(key)
+        if isinstance(value, str):
+            return value
+    return None
 
 
 def parse_body(content: bytes, mode: Mode) -> tuple[list[_Choice], int | None, int | None]:
@@ -340,8 +354,10 @@ def parse_body(content: bytes, mode: Mode) -> tuple[list[_Choice], int | None, i
                 raise Retryable(MALFORMED, "response choice has no message")
             text = message.get("content")
             text = "" if text is None else text  # e.g. a refusal: an (empty) answer
+            reasoning = _reasoning_of(message)
         else:
             text = c.get("text")
+            reasoning = _reasoning_of(c)
         if not isinstance(text, str):
             raise Retryable(MALFORMED, "response choice has no text")
         usage = c.get("usage")
@@ -353,6 +369,7 @@ def parse_body(content: bytes, mode: Mode) -> tuple[list[_Choice], int | None, i
                 text=text,
                 finish_reason=c.get("finish_reason"),
                 completion_tokens=tokens,
+                reasoning=reasoning,
             )
         )
     out.sort(key=lambda ch: ch.index)
@@ -853,6 +870,12 @@ class _Run:
                 completion_tokens=t,
                 latency_s=latency,
                 attempts=attempts,
+                reasoning=c.reasoning,
+                # A server says "not ended" by sending no content; an answer or a
+                # normal stop means it ended.
+                reasoning_closed=None
+                if c.reasoning is None
+                else bool(c.text) or c.finish_reason != "length",
             )
             for c, p, t in zip(choices, prompt_parts, completion_parts, strict=True)
         ]

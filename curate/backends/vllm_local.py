@@ -29,7 +29,7 @@ from curate.backends.base import (
     SamplingConfig,
 )
 from curate.backends.vllm_options import VllmOptions, engine_dtype, local_config
-from curate.errors import RunError, one_line
+from curate.errors import RunError, UsageError, one_line
 
 # On the CPU build the "GPU memory" fraction is a share of a NUMA node's RAM, and
 # vLLM refuses to start when other processes hold part of it. A fixed KV-cache size
@@ -110,13 +110,54 @@ def describe(model: str, options: VllmOptions | None = None) -> BackendInfo:
     return _info(model, _chat_template(tokenizer))
 
 
+def reasoning_parser_class(name: str) -> Any:
+    """vLLM's reasoning parser class `name` (what `vllm serve --reasoning-parser` uses);
+    an unknown name is a usage error listing the known ones."""
+    from vllm.reasoning import ReasoningParserManager
+
+    try:
+        return ReasoningParserManager.get_reasoning_parser(name)
+    except KeyError:
+        known = ", ".join(ReasoningParserManager.list_registered())
+        raise UsageError(
+            f"--reasoning-parser: no parser {name!r} in vLLM (known: {known})"
+        ) from None
+
+
+def reasoning_parser(name: str, tokenizer: Any) -> Any:
+    """The parser `name` over the engine's tokenizer."""
+    cls = reasoning_parser_class(name)
+    try:
+        return cls(tokenizer)
+    except Exception as exc:  # e.g. the tokenizer has no <think> token
+        raise UsageError(f"--reasoning-parser {name}: {one_line(exc)}") from exc
+
+
+def parsed(parser: Any, text: str, finish_reason: str | None) -> Generation:
+    """`text` split by a vLLM reasoning parser: its answer as `text`, its reasoning
+    apart. `extract_reasoning(model_output, request)` returns (reasoning, content);
+    the request is not read by the think-tag parsers, so none is passed."""
+    reasoning, content = parser.extract_reasoning(text, None)
+    if reasoning is None:
+        return Generation(text=content or "", finish_reason=finish_reason)
+    # A parser says "no end" only by leaving content None, as it also does for an
+    # empty answer: the end string in the text tells the two apart.
+    end = getattr(parser, "reasoning_end_str", None)
+    closed = content is not None or (isinstance(end, str) and bool(end) and end in text)
+    return Generation(
+        text=content, finish_reason=finish_reason, reasoning=reasoning, reasoning_closed=closed
+    )
+
+
 class VLLMBackend:
     """Wraps one `vllm.LLM`; build it with `open_vllm`."""
 
-    def __init__(self, llm: Any, model: str) -> None:
+    def __init__(self, llm: Any, model: str, parser_name: str | None = None) -> None:
         self._llm = llm
         self._model = model
-        self._template = _chat_template(llm.get_tokenizer())
+        tokenizer = llm.get_tokenizer()
+        self._template = _chat_template(tokenizer)
+        self._parser = reasoning_parser(parser_name, tokenizer) if parser_name else None
 
     def info(self) -> BackendInfo:
         return _info(self._model, self._template)
@@ -135,16 +176,15 @@ class VLLMBackend:
         results: list[list[Generation]] = []
         for req, out in zip(requests, outputs, strict=True):
             prompt_tokens = len(out.prompt_token_ids or [])
-            gens = [
-                Generation(
-                    text=c.text,
-                    finish_reason=c.finish_reason,
-                    prompt_tokens=prompt_tokens,
-                    completion_tokens=len(c.token_ids),
-                    latency_s=per_rollout,
-                )
-                for c in sorted(out.outputs, key=lambda c: c.index)
-            ]
+            gens = []
+            for c in sorted(out.outputs, key=lambda c: c.index):
+                if self._parser is not None:
+                    gen = parsed(self._parser, c.text, c.finish_reason)
+                else:
+                    gen = Generation(text=c.text, finish_reason=c.finish_reason)
+                gen.prompt_tokens, gen.completion_tokens = prompt_tokens, len(c.token_ids)
+                gen.latency_s = per_rollout
+                gens.append(gen)
             if len(gens) != req.n:
                 gens += [Generation(text=None, error="engine returned too few completions")] * (
                     req.n - len(gens)
@@ -164,6 +204,8 @@ def open_vllm(
     from vllm import LLM
 
     opts = options if options is not None else VllmOptions.parse(given)
+    if opts.reasoning_parser:
+        reasoning_parser_class(opts.reasoning_parser)  # a typo fails before the engine starts
     on_cpu = _on_cpu()
     kwargs: dict[str, Any] = {
         "model": model,
@@ -188,7 +230,7 @@ def open_vllm(
         first = one_line(exc)
         raise RunError(f"vLLM could not start the engine for {model}: {first}") from exc
     try:
-        yield VLLMBackend(llm, model)
+        yield VLLMBackend(llm, model, opts.reasoning_parser)
     finally:
         _shutdown(llm)
 

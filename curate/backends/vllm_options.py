@@ -31,6 +31,11 @@ class VllmOptions(BackendOptions):
     # "auto" on the CPU build keeps a float32 checkpoint in float32 (see engine_dtype).
     dtype: str = option("auto", "Weight dtype; auto: the model's own")
     trust_remote_code: bool = option(False, "Run code from the model's repository")
+    reasoning_parser: str | None = option(
+        None,
+        "vLLM reasoning parser (deepseek_r1, qwen3, ...) that separates the reasoning; "
+        "without it the text is split at </think>",
+    )
     # Ray (curate.backends.ray_pool): where the replicas run. Not score settings: a run
     # resumes with another cluster or another replica count.
     ray: str | None = option(

@@ -23,6 +23,7 @@ from curate.cli.judge_options import (
     RubricOpt,
     judge_config,
 )
+from curate.core.reasoning import DEFAULT_TRUNCATION
 from curate.engine.spec import DEFAULT_CHUNK_SIZE
 from curate.errors import UsageError
 from curate.graders.checks import DEFAULT_MAX_BAD_FRACTION
@@ -170,6 +171,26 @@ def eval_cmd(
             rich_help_panel=GRADING,
         ),
     ] = None,
+    truncated: Annotated[
+        str,
+        typer.Option(
+            "--truncated",
+            metavar="grade|wrong|error|exclude",
+            help="A rollout cut short (max_tokens, or reasoning never closed): grade it "
+            "as it stands (as verl and TRL do), score it 0, store an error row, or keep "
+            "it out of every statistic (DAPO's overlong filtering).",
+            rich_help_panel=GRADING,
+        ),
+    ] = DEFAULT_TRUNCATION,
+    no_context_check: Annotated[
+        bool,
+        typer.Option(
+            "--no-context-check",
+            help="Start even when the longest prompt plus --max-tokens exceeds the "
+            "model's context window (checked before anything starts).",
+            rich_help_panel=RUN,
+        ),
+    ] = False,
     grader_workers: Annotated[
         int | None,
         typer.Option(
@@ -423,6 +444,9 @@ def eval_cmd(
     cpus_per_replica: Annotated[float | None, _flag(VllmOptions, "cpus_per_replica")] = (
         VllmOptions.flag_default("cpus_per_replica")
     ),
+    reasoning_parser: Annotated[
+        str | None, _flag(VllmOptions, "reasoning_parser")
+    ] = VllmOptions.flag_default("reasoning_parser"),
     base_url: Annotated[list[str] | None, _flag(OpenAIOptions, "base_url")] = None,
     api_key_env: Annotated[str | None, _flag(OpenAIOptions, "api_key_env")] = None,
     concurrency: Annotated[int | None, _flag(OpenAIOptions, "concurrency")] = None,
@@ -535,6 +559,8 @@ def eval_cmd(
             judge_concurrency,
             judge_max_tokens,
         ),
+        truncation=truncated,
+        context_check=not no_context_check,
         grader_workers=grader_workers,
         code_score=code_score,
         shard=parse_shard_option(shard),

@@ -17,6 +17,7 @@ class PlotKind(str, Enum):
     variance = "variance"
     histogram = "histogram"
     gate = "gate"
+    length = "length"
 
 
 @handle_errors

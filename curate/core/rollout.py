@@ -22,7 +22,9 @@ class Rollout:
     completion: str | None = None
     extracted: str | None = None  # what the grader compared against the reference
     finish_reason: str | None = None  # "stop", "length", ...
-    truncated: bool | None = None  # finish_reason == "length": graded as is, flagged
+    # Cut short: finish_reason "length" or reasoning never closed (the run's truncation
+    # policy says how it is scored and counted; curate.core.reasoning).
+    truncated: bool | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     latency_s: float | None = None
@@ -31,6 +33,10 @@ class Rollout:
     # A reward's own value when a declared score range mapped it onto [0, 1] (`score`
     # is the mapped one); null otherwise. Last: shards written before it lack it.
     raw_score: float | None = None
+    # The model's reasoning, kept apart from `completion` (the answer); null when it did
+    # not reason. `reasoning_closed`: False when it never ended (no answer). Late too.
+    reasoning: str | None = None
+    reasoning_closed: bool | None = None
 
 
 # Kept as strings so that importing this module does not import polars.
@@ -49,6 +55,8 @@ ROLLOUT_DTYPES: Final[dict[str, str]] = {
     "seed": "Int64",
     "attempts": "Int32",
     "raw_score": "Float64",
+    "reasoning": "String",
+    "reasoning_closed": "Boolean",
 }
 
 ROLLOUT_FIELDS: Final[tuple[str, ...]] = tuple(f.name for f in fields(Rollout))

@@ -22,6 +22,7 @@ from curate.backends.engine_output import engine_output_to, entered_quietly
 from curate.backends.options import BackendOptions
 from curate.backends.registry import backend_options, open_backend
 from curate.core.prompts import Mode
+from curate.core.reasoning import DEFAULT_TRUNCATION, TRUNCATION_POLICIES
 from curate.core.sampling import SamplingConfig
 from curate.core.shards import ShardSpec
 from curate.data.samples import (
@@ -123,6 +124,12 @@ class EvalOptions:
     code_score: str | None = None
     # A local engine's own output: to RUN/engine.log (True) or left on fds 1 and 2.
     engine_log: bool = True
+    # How a rollout cut short (max_tokens, or reasoning never closed) is scored and
+    # counted: curate.core.reasoning.TRUNCATION_POLICIES.
+    truncation: str = DEFAULT_TRUNCATION
+    # The longest prompt plus max_tokens checked against the model's context window
+    # before anything starts (curate/engine/context.py).
+    context_check: bool = True
     # This process's share of an array job (curate/core/shards.py); None: every sample.
     shard: ShardSpec | None = None
 
@@ -230,6 +237,10 @@ def evaluate(
     raises `Interrupted` (a KeyboardInterrupt) saying how many rollouts are stored."""
     if opts.runs < 1:
         raise UsageError("--runs must be at least 1")
+    if opts.truncation not in TRUNCATION_POLICIES:
+        raise UsageError(
+            f"--truncated must be one of {', '.join(TRUNCATION_POLICIES)}, not {opts.truncation!r}"
+        )
     policy = adaptive_policy(opts)
     check_shard_options(opts)
     options = opts.backend_options()  # an unknown backend or bad option: before any work
@@ -239,14 +250,36 @@ def evaluate(
             from curate.backends.vllm_options import check_model_source
 
             check_model_source(opts.model)  # a typo fails now, not after a minute of retries
+            parser = getattr(options, "reasoning_parser", None)
+            if parser:
+                from curate.backends.vllm_local import reasoning_parser_class
+
+                reasoning_parser_class(parser)  # before the engine log or anything is written
         if announce is not None:
             announce(pf)
         refusal = pf.refusal(opts.data)
         if refusal is not None:
             raise refusal
+        if opts.context_check:
+            _check_context(opts, pf)
         return _evaluate(opts, progress, policy, options, pf, status)
     finally:
         pf.close()
+
+
+def _check_context(opts: EvalOptions, pf: Preflight) -> None:
+    """Refuse (UsageError, before anything is written) a run whose longest prompt plus
+    max_tokens does not fit the model's context window."""
+    from curate.data.samples import build_prompts
+    from curate.engine.context import check_context
+
+    mode = opts.known_mode() or "chat"
+    prompts = build_prompts(pf.frame, pf.fields, mode, system=opts.system, source=opts.data)
+    ids = pf.frame["sample_id"].to_list()
+    check = check_context(opts, dict(zip(ids, prompts, strict=True)), mode)
+    refusal = check.refusal() if check is not None else None
+    if refusal is not None:
+        raise refusal
 
 
 def _evaluate(
@@ -292,6 +325,7 @@ def _evaluate(
         score_range=list(opts.score_range) if opts.score_range is not None else None,
         reward_model=reward_model_record(grader),
         **judge_settings_of(grader),
+        truncation=opts.truncation,
         grader_notes=list(pf.grader_notes) or None,
     )
     # Refuse a mismatched resume before paying for an engine start.
@@ -342,6 +376,7 @@ def _evaluate(
                 seed=opts.seed,
                 runs=opts.runs,
                 chunk_size=opts.chunk_size,
+                truncation=opts.truncation,
             )
             if opts.shard is None:
                 # Read again under the lock: another writer may have finished meanwhile.

@@ -23,13 +23,22 @@ from curate.backends.base import (
     SamplingConfig,
     StreamingBackend,
 )
+from curate.core.reasoning import (
+    DEFAULT_TRUNCATION,
+    TRUNCATED_ERROR_PREFIX,
+    TRUNCATION_POLICIES,
+    cut_short,
+    joined,
+    separated,
+    split_reasoning,
+)
 from curate.core.rollout import Rollout, rollout_columns
 from curate.core.seeds import derive_seed
 from curate.engine.progress import NullProgress, OutcomeTally, Progress
 from curate.engine.spec import DEFAULT_CHUNK_SIZE, Evaluation, evaluation_of
 from curate.errors import CurateError, RunError, one_line
 from curate.graders import Grader
-from curate.graders.base import SampleContext, grade, needs_context
+from curate.graders.base import SampleContext, grade, needs_context, sees_reasoning
 from curate.store.run_dir import RolloutStore
 
 if TYPE_CHECKING:
@@ -209,20 +218,27 @@ def grade_generations(
     references: Mapping[str, Any],
     grader: Grader,
     contexts: Mapping[str, SampleContext] | None = None,
+    truncation: str = DEFAULT_TRUNCATION,
 ) -> dict[str, list[Any]]:
     """Rollout rows (column -> values) for a chunk; failed generations become error rows.
 
-    `contexts` (sample id -> row, see `sample_contexts`) reaches the graders that read
-    it (verl, trl) through `curate.graders.base.grade`."""
+    Each completion is split into reasoning and answer (`curate.core.reasoning`, the
+    one split); the built-in graders read the answer only, a trainer's reward the text
+    as the model wrote it. A rollout cut short (max_tokens, or reasoning never closed)
+    is scored as `truncation` says. `contexts` (sample id -> row, see
+    `sample_contexts`) reaches the graders that read it (verl, trl) through
+    `curate.graders.base.grade`."""
+    if truncation not in TRUNCATION_POLICIES:
+        raise ValueError(f"unknown truncation policy {truncation!r}")
+    whole_text = sees_reasoning(grader)
     records: list[Rollout] = []
-    to_grade: list[int] = []
+    to_grade: list[tuple[int, str]] = []  # (record index, the text the grader reads)
     for req, gens in zip(requests, generations, strict=True):
         for offset, gen in enumerate(gens):
             record = Rollout(
                 sample_id=req.sample_id,
                 run_idx=req.first_run + offset,
                 error=gen.error,
-                completion=gen.text,
                 finish_reason=gen.finish_reason,
                 truncated=gen.finish_reason == "length",
                 prompt_tokens=gen.prompt_tokens,
@@ -231,16 +247,39 @@ def grade_generations(
                 seed=req.seed if gen.seed is None else gen.seed,
                 attempts=gen.attempts,
             )
-            if gen.error is None:
-                if gen.text is None:
-                    record.error = "backend returned no text"
-                else:
-                    to_grade.append(len(records))
             records.append(record)
+            if gen.error is not None:
+                continue
+            if gen.text is None and gen.reasoning is None:
+                record.error = "backend returned no text"
+                continue
+            if gen.reasoning is not None:
+                split = separated(gen.text, gen.reasoning, bool(gen.reasoning_closed))
+                raw = joined(split)
+            else:
+                split = split_reasoning(gen.text or "")
+                raw = gen.text or ""
+            record.completion, record.reasoning = split.answer, split.reasoning
+            record.reasoning_closed = split.closed
+            record.truncated = cut_short(gen.finish_reason, split)
+            if record.truncated and truncation == "wrong":
+                record.score = 0.0
+            elif record.truncated and truncation == "error":
+                record.error = TRUNCATED_ERROR_PREFIX + (
+                    "reasoning never closed"
+                    if split.closed is False
+                    else f"stopped at max_tokens ({gen.completion_tokens} tokens)"
+                )
+            elif whole_text:
+                to_grade.append((len(records) - 1, raw))
+            elif split.answer is None:
+                record.score = 0.0  # reasoning that never ended gave no answer: wrong
+            else:
+                to_grade.append((len(records) - 1, split.answer))
     if to_grade:
         # Graders are pure functions of (completion, reference): grade each distinct
         # pair once. Short answers repeat a lot across a sample's rollouts.
-        pairs = [(records[i].completion or "", records[i].sample_id) for i in to_grade]
+        pairs = [(text, records[i].sample_id) for i, text in to_grade]
         unique = list(dict.fromkeys(pairs))
         rows = None
         if contexts is not None and needs_context(grader):
@@ -249,7 +288,7 @@ def grade_generations(
             grader, [text for text, _ in unique], [references[sid] for _, sid in unique], rows
         )
         by_pair = dict(zip(unique, results, strict=True))
-        for i, pair in zip(to_grade, pairs, strict=True):
+        for (i, _), pair in zip(to_grade, pairs, strict=True):
             res, record = by_pair[pair], records[i]
             record.extracted = res.extracted
             if res.error is not None:
@@ -357,11 +396,14 @@ def run_eval(
     done: set[tuple[str, int]] = set()
     tally = OutcomeTally()
     if existing is not None and existing.height:
-        scored = existing.filter(
-            pl.col("error").is_null() & pl.col("sample_id").is_in(list(prompts))
-        )
+        mine = existing.filter(pl.col("sample_id").is_in(list(prompts)))
+        scored = mine.filter(pl.col("error").is_null())
         sids, run_idxs = scored["sample_id"].to_list(), scored["run_idx"].to_list()
         done = set(zip(sids, run_idxs, strict=True))
+        # A rollout cut short under the `error` policy is not retried: its seed would
+        # cut it short again.
+        cut = mine.filter(pl.col("error").str.starts_with(TRUNCATED_ERROR_PREFIX))
+        done |= set(zip(cut["sample_id"].to_list(), cut["run_idx"].to_list(), strict=True))
         tally.add_many(
             (s, v)
             for s, r, v in zip(sids, run_idxs, scored["score"].to_list(), strict=True)
@@ -383,7 +425,9 @@ def run_eval(
         chunk: Sequence[GenerationRequest], generations: Sequence[Sequence[Generation]]
     ) -> list[str | None]:
         """Grade and write one shard; its `error` column."""
-        cols = grade_generations(chunk, generations, ev.references, ev.grader, contexts)
+        cols = grade_generations(
+            chunk, generations, ev.references, ev.grader, contexts, ev.truncation
+        )
         frame = pl.DataFrame(cols, schema_overrides={"run_idx": pl.Int32})
         store.append(frame)
         n = frame.height

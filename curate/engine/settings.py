@@ -9,6 +9,7 @@ from typing import Any
 
 from curate import __version__
 from curate.core.prompts import Mode
+from curate.core.reasoning import DEFAULT_TRUNCATION, TRUNCATION_KEY, truncation_of
 from curate.core.sampling import SamplingConfig
 
 # Manifest keys whose change would change the scores: a resume must refuse them.
@@ -29,6 +30,7 @@ SCORE_KEYS = (
     "reference_extract",
     "score_range",
     "judge",
+    "truncation",
 )
 # A run made before reference extraction graded the references as given: its manifest
 # has no `reference_extract`, which compares equal to the extractor "none".
@@ -71,6 +73,8 @@ class EvalSettings:
     # resume) and the rest of the judge's settings (rubric path, URL, key variable, price).
     judge: dict[str, Any] | None = None
     judge_options: dict[str, Any] | None = None
+    # How a rollout cut short is scored and counted (curate.core.reasoning).
+    truncation: str = DEFAULT_TRUNCATION
     # The grader's own start lines (the code grader: test layouts, sandbox, limits), so a
     # run says what fenced its programs. Not a score key: the machine may change.
     grader_notes: list[str] | None = None
@@ -101,7 +105,12 @@ def score_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     diffs = []
     for key in SCORE_KEYS:
         a, b = old.get(key), new.get(key)
-        if key == "reference_extract":
+        if key == TRUNCATION_KEY:
+            # A run made before the policy existed graded cut-short rollouts as they stood.
+            a, b = truncation_of(old), truncation_of(new)
+            if a != b:
+                diffs.append(f"--truncated {a!r} -> {b!r}")
+        elif key == "reference_extract":
             a, b = extract_mode_of(a), extract_mode_of(b)
             if a != b:
                 diffs.append(f"reference extraction {a!r} -> {b!r}")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from curate.core.prompts import Mode, Prompt
+from curate.core.reasoning import DEFAULT_TRUNCATION
 from curate.core.sampling import SamplingConfig
 
 if TYPE_CHECKING:
@@ -44,6 +45,8 @@ class Evaluation:
     seed: int = 0
     runs: int | Mapping[str, int] = 8
     chunk_size: int = DEFAULT_CHUNK_SIZE
+    # How a rollout cut short is scored (curate.core.reasoning.TRUNCATION_POLICIES).
+    truncation: str = DEFAULT_TRUNCATION
 
     def with_runs(self, runs: int | Mapping[str, int]) -> Evaluation:
         """The same evaluation with another run count (or per-sample targets)."""

@@ -67,6 +67,12 @@ def needs_context(grader: object) -> bool:
     return bool(getattr(grader, "needs_context", False))
 
 
+def sees_reasoning(grader: object) -> bool:
+    """True when `grader` reads the completion as the model wrote it, reasoning
+    included (a trainer's own reward); the others read the answer only."""
+    return bool(getattr(grader, "sees_reasoning", False))
+
+
 def grade(
     grader: Grader,
     completions: Sequence[str],

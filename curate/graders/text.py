@@ -29,23 +29,14 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-THINK_OPEN = "<think>"
-THINK_CLOSE = "</think>"
+from curate.core.reasoning import split_reasoning
 
 
 def strip_think(text: str) -> str | None:
-    """Remove the reasoning block; None when a ``<think>`` block is never closed."""
-    stripped = text.lstrip()
-    if stripped.startswith(THINK_OPEN):
-        end = stripped.find(THINK_CLOSE, len(THINK_OPEN))
-        if end < 0:
-            return None
-        return stripped[end + len(THINK_CLOSE) :]
-    close = text.find(THINK_CLOSE)
-    if close >= 0 and THINK_OPEN not in text[:close]:
-        # The template opened the block in the prompt; only the closing tag is ours.
-        return text[close + len(THINK_CLOSE) :]
-    return text
+    """Remove the reasoning block; None when a ``<think>`` block is never closed.
+
+    The answer of `curate.core.reasoning.split_reasoning`, the one split curate has."""
+    return split_reasoning(text).answer
 
 
 _BOX_COMMAND = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")

@@ -110,6 +110,7 @@ class VerlGrader(UserFunctionGrader):
 
     label = VERL_LABEL
     needs_context = True
+    sees_reasoning = True  # the decoded response, as the trainer passes it
 
     task = staticmethod(call_verl)
 
@@ -235,6 +236,7 @@ class TrlGrader(UserFunctionGrader):
 
     label = TRL_LABEL
     needs_context = True
+    sees_reasoning = True  # the decoded response, as the trainer passes it
 
     task = staticmethod(call_trl)
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from curate.core.outcome import DEFAULT_THRESHOLD
-from curate.errors import UsageError
+from curate.errors import InputError, UsageError
 from curate.stats.per_sample import DEFAULT_GROUP_SIZE
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # The group sizes of the gate curve.
 GATE_CURVE_SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
@@ -42,6 +46,12 @@ def plot_run(
         raise UsageError(f"unknown plot kind '{kind}' (choose from {', '.join(PLOT_KINDS)})")
     run = Path(run)
     target = Path(output) if output is not None else default_plot_path(run, kind)
+    if kind == "length":
+        fig = _length_plot(run)
+        if output is None and run.is_dir():
+            target.parent.mkdir(exist_ok=True)
+        return save_figure(fig, target)
+
     loaded = load_analysis(run, threshold=threshold, group_size=group_size)
     if kind == "variance":
         fig = variance_figure(
@@ -72,3 +82,20 @@ def plot_run(
         # Only now: bad input must not leave a new plots/ directory behind.
         target.parent.mkdir(exist_ok=True)
     return save_figure(fig, target)
+
+
+def _length_plot(run: Path) -> Figure:
+    """The length plot of `run`: the report's own `lengths` figures."""
+    from curate.analysis.lengths import load_lengths
+    from curate.plots import length_figure
+    from curate.stats.lengths import outcome_expr
+    from curate.store.scores import load_scores
+
+    source = load_scores(run)  # bad input: the scores' own one-line error, first
+    lengths = load_lengths(run, source.manifest)
+    if lengths is None:
+        raise InputError(
+            "no completion_tokens column: the length plot needs token counts", path=run
+        )
+    rows = lengths.rows.with_columns(outcome_expr())
+    return length_figure(rows, lengths.section, title=f"Completion length: {run.name}")

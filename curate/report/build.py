@@ -65,6 +65,9 @@ def build_report(
     the run's mixed-group share at `group_size` (`curate.trainers.settings`), in the
     summary's `trainer_settings`."""
     from curate.analysis import load_analysis
+    from curate.analysis.lengths import load_lengths
+    from curate.core.reasoning import truncation_of
+    from curate.stats.lengths import length_warnings
     from curate.stats.suspects import check_parameters
 
     check_parameters(suspect_min_n, suspect_min_share)  # before the read: fail fast
@@ -99,6 +102,16 @@ def build_report(
         loaded.summary.extra["trainer_settings"] = plan.to_dict()
     # Token counts (and cost, given prices) when the input has them; else no section.
     usage = loaded.usage(price_in, price_out)
+    # Lengths by outcome and truncation, when the input has completion token counts
+    # (from the rows the read above holds; token counts and outcomes, never the text).
+    # Every counted rollout is scored unless cut-short ones are error rows or excluded:
+    # then the summary's sample count is the length section's too.
+    policy = truncation_of(loaded.manifest)
+    hint = loaded.summary.samples if policy in ("grade", "wrong") else None
+    lengths = load_lengths(path, loaded.manifest, rows=loaded.source.lengths(), samples_hint=hint)
+    if lengths is not None:
+        loaded.summary.extra["lengths"] = lengths.section
+        loaded.summary.warnings.extend(length_warnings(lengths.section))
     check = None
     if suspects is not False:
         from curate.analysis.suspects import report_suspects

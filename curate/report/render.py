@@ -44,6 +44,16 @@ null):
                       samples whose rollouts agree on an answer graded wrong (only when
                       the input has extracted answers; count null and `reason` saying
                       why when not checked; `curate.analysis.suspects`)
+    lengths           completion lengths and truncation (only with completion token
+                      counts; `curate.stats.lengths`): rollouts, truncated: int,
+                      truncation_rate: float | null, excluded_from_statistics: bool,
+                      per_sample_truncation_rate {mean, max: float | null},
+                      samples_with_truncation, mostly_truncated_samples,
+                      mostly_truncated_never_right: int, mostly_truncated_ids: [str],
+                      completion_tokens {right, wrong, truncated: {rollouts: int,
+                      p50, p90, p99, max: int | null}}, max_tokens: int | null,
+                      recommended_max_tokens: int | null, recommended_cut_share:
+                      float | null, recommended_is_lower_bound: bool
 """
 
 from __future__ import annotations
@@ -143,6 +153,49 @@ def usage_rows(usage: dict[str, Any] | None) -> list[tuple[str, str]]:
     if usage.get("cost_usd") is not None:
         rows.append(("cost (USD)", f"${usage['cost_usd']:,.4f}"))
     return rows
+
+
+def length_rows(section: dict[str, Any]) -> list[tuple[str, str, str, str, str, str]]:
+    """(outcome, rollouts, p50, p90, p99, max) of completion tokens, for table and Markdown."""
+    rows = []
+    for outcome in ("right", "wrong", "truncated"):
+        d = section["completion_tokens"][outcome]
+        cells = [d["p50"], d["p90"], d["p99"], d["max"]]
+        rows.append(
+            (outcome, f"{d['rollouts']:,}", *("-" if c is None else f"{c:,}" for c in cells))
+        )
+    return rows  # type: ignore[return-value]
+
+
+def length_lines(section: dict[str, Any]) -> list[str]:
+    """The truncation and max_tokens lines under the length table."""
+    rate = section["truncation_rate"]
+    head = f"truncated: {section['truncated']:,} of {section['rollouts']:,} rollouts"
+    if rate is not None:
+        head += f" ({rate:.1%})"
+    per = section["per_sample_truncation_rate"]
+    if per["max"] is not None and section["truncated"]:
+        head += f"; per sample mean {per['mean']:.1%}, max {per['max']:.1%}"
+    if section["excluded_from_statistics"]:
+        head += "; left out of the statistics (--truncated exclude)"
+    lines = [head]
+    if section["mostly_truncated_samples"]:
+        lines.append(
+            f"mostly truncated: {section['mostly_truncated_samples']} samples "
+            f"({section['mostly_truncated_never_right']} never right: maybe only too short)"
+        )
+    rec = section["recommended_max_tokens"]
+    if rec is not None:
+        line = f"recommended max_tokens: {rec:,} (99% of right answers finish within it"
+        if section["recommended_cut_share"] is not None:
+            line += f"; it would cut {section['recommended_cut_share']:.1%} of rollouts"
+        line += ")"
+        if section.get("recommended_is_lower_bound"):
+            line += ", a lower bound: rollouts cut short could not finish"
+        if section["max_tokens"] is not None:
+            line += f"; this run: {section['max_tokens']:,}"
+        lines.append(line)
+    return lines
 
 
 def _fmt(value: float | None, spec: str = ".3f") -> str:
@@ -262,6 +315,14 @@ def render_markdown(
         lines += [
             f"| {_md_cell(_one_line(e['error'], 200))} | {e['count']} |" for e in s.top_errors
         ]
+    if lengths := s.extra.get("lengths"):
+        lines += [
+            "",
+            "| completion tokens | rollouts | p50 | p90 | p99 | max |",
+            "| --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        lines += ["| " + " | ".join(row) + " |" for row in length_rows(lengths)]
+        lines += [""] + [f"- {line}" for line in length_lines(lengths)]
     head, detail = multiplier_lines(s.compute_multiplier, s.high_variance_fraction)
     lines += ["", f"**Compute multiplier:** {head}", ""] + [f"- {line}" for line in detail]
     if note := model_based_note(s.extra):  # adaptive runs (issue 13)
@@ -350,6 +411,16 @@ def render_table(
         for e in s.top_errors:
             errors.add_row(_one_line(e["error"]), str(e["count"]))
         console.print(errors)
+
+    if lengths := s.extra.get("lengths"):
+        table = Table(title="completion tokens by outcome")
+        for name in ("outcome", "rollouts", "p50", "p90", "p99", "max"):
+            table.add_column(name, justify="left" if name == "outcome" else "right")
+        for cells in length_rows(lengths):
+            table.add_row(*cells)
+        console.print(table)
+        for line in length_lines(lengths):
+            console.print(line, highlight=False)
 
     head, detail = multiplier_lines(s.compute_multiplier, s.high_variance_fraction)
     console.print(f"[bold]compute multiplier[/bold]: {head}", highlight=False)

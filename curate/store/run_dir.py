@@ -446,13 +446,13 @@ class RolloutStore:
             ) from exc
 
     def completed_pairs(self) -> pl.DataFrame:
-        """(sample_id, run_idx) pairs that have a scored (non-error) rollout."""
-        import polars as pl
+        """(sample_id, run_idx) pairs that have a scored (non-error) rollout, or one cut
+        short under `--truncated error` (not redone)."""
 
         cols = ["sample_id", "run_idx", "error"]
         shards = self.shard_paths()
         frame = self._collect(self.scan(cols, shards=shards), shards, cols)
-        return frame.filter(pl.col("error").is_null()).select("sample_id", "run_idx").unique()
+        return frame.filter(_settled()).select("sample_id", "run_idx").unique()
 
     def missing_pairs(self, sample_ids: Sequence[str] | pl.Series, runs: int) -> int:
         """How many pairs (sample_id, run_idx < runs) of `sample_ids` hold no scored
@@ -465,11 +465,22 @@ class RolloutStore:
             return total
         stored = self.rollouts(["sample_id", "run_idx", "error"])
         done = stored.filter(
-            pl.col("error").is_null()
+            _settled()
             & pl.col("run_idx").is_between(0, runs - 1)
             & pl.col("sample_id").is_in(ids.implode())
         ).height
         return total - done
+
+
+def _settled() -> pl.Expr:
+    """Rows a resume does not redo: scored ones, and rollouts stored as cut short under
+    `--truncated error` (their seed would cut them short again)."""
+    import polars as pl
+
+    from curate.core.reasoning import TRUNCATED_ERROR_PREFIX
+
+    error = pl.col("error")
+    return error.is_null() | error.str.starts_with(TRUNCATED_ERROR_PREFIX).fill_null(False)
 
 
 def set_aside_corrupt_shards(store: RolloutStore) -> list[Path]:

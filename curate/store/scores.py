@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
+from curate.core.reasoning import truncation_of
 from curate.errors import InputError, one_line
 from curate.store.run_dir import RolloutStore, is_run_dir, pairs_distinct, run_bits
 from curate.store.schema import REQUIRED_SCORE_COLUMNS, TOKEN_COLUMNS
@@ -114,6 +115,13 @@ def load_scores(path: str | os.PathLike[str]) -> ScoreSource:
         frame = store.rollouts(cols)
         if frame.height == 0:
             raise InputError("run directory has no rollouts yet", path=path)
+        if excludes_truncated(manifest) and "truncated" in frame.columns:
+            frame = frame.filter(_kept())
+            if frame.height == 0:
+                raise InputError(
+                    "every rollout is cut short and the run excludes them (--truncated exclude)",
+                    path=path,
+                )
         frame = _validate(frame, path)
         return ScoreSource(path=path, rollouts=frame, manifest=manifest, store=store)
 
@@ -143,6 +151,19 @@ def load_scores(path: str | os.PathLike[str]) -> ScoreSource:
     frame = _validate(frame, path)
     frame = _resolve_duplicates(frame, path)
     return ScoreSource(path=path, rollouts=frame, _tokens=tokens, _tokens_read=True)
+
+
+def excludes_truncated(manifest: dict[str, Any] | None) -> bool:
+    """Whether the run leaves its cut-short rollouts out of the statistics (they stay
+    stored): `--truncated exclude`, the one place every reader of scores asks."""
+    return truncation_of(manifest) == "exclude"
+
+
+def _kept() -> pl.Expr:
+    """Rows an `exclude` run counts: not cut short."""
+    import polars as pl
+
+    return ~pl.col("truncated").fill_null(False)
 
 
 # ---------------------------------------------------------------- the one-scan read
@@ -228,6 +249,16 @@ class ScoreRead(_Origin):
     layout: Layout
     rollouts: pl.LazyFrame
     _errors: pl.Series | None = field(default=None, repr=False)
+    # LENGTH_COLUMNS of every rollout when the read had them in memory (None: read them
+    # when asked, `read_lengths`).
+    _lengths: pl.DataFrame | None = field(default=None, repr=False)
+
+    def lengths(self) -> pl.DataFrame | None:
+        """The rows of the report's length section (`read_lengths`), from this read's own
+        rows when it held them: no second read of the run."""
+        if self._lengths is not None:
+            return self._lengths
+        return read_lengths(self.path)
 
     def exact(self) -> ScoreRead:
         """The same input read by `load_scores` (for when `AnyOrder.group` gave up)."""
@@ -301,7 +332,10 @@ def _is_json(path: Path) -> bool:
 
 def _exact_read(path: Path) -> ScoreRead:
     source = load_scores(path)
+    # An `exclude` run's rows lack the cut-short ones, which the length section counts.
+    held = source.store is None or not excludes_truncated(source.manifest)
     return ScoreRead(
+        _lengths=_length_rows(source.rollouts, "score") if held else None,
         _errors=source.rollouts["error"].drop_nulls(),
         path=source.path,
         layout=Rows(source.rollouts),
@@ -330,6 +364,8 @@ def _one_scan(path: Path) -> ScoreRead | None:
     # Unreadable or unusual input: load_scores reads it again and names the problem.
     except _input_errors():
         return None
+    excluded = plan.store is not None and excludes_truncated(plan.manifest)
+    lengths = None if excluded else _length_rows(frame, "_score")
     rows = plan.rows
     if not plan.has_run_idx:
         # As load_scores does: number each sample's rows in file order.
@@ -345,10 +381,12 @@ def _one_scan(path: Path) -> ScoreRead | None:
         rollouts=rollouts,
         manifest=plan.manifest,
         store=plan.store,
+        # An `exclude` run's scan skipped rows that were paid for too: usage reads all.
         _tokens=tokens,
-        _tokens_read=True,
+        _tokens_read=not (plan.store is not None and excludes_truncated(plan.manifest)),
         # The rows are in memory now: the error texts cost nothing more to keep.
         _errors=frame["error"].drop_nulls(),
+        _lengths=lengths,
     )
 
 
@@ -559,7 +597,15 @@ def _one_pass_plan(path: Path) -> _Plan | None:
             return None
         # The report counts tokens only when the run records both (as it always did).
         tokens = [c for c in TOKEN_COLUMNS if c in cols] if set(TOKEN_COLUMNS) <= set(cols) else []
-        lf = store.scan([*SCORE_COLUMNS, *tokens]).drop("_shard")
+        if excludes_truncated(manifest):
+            if "truncated" not in cols:
+                return None
+            lf = store.scan([*SCORE_COLUMNS, *tokens, "truncated"]).filter(_kept())
+            lf = lf.drop("_shard", "truncated")
+        else:
+            # `truncated` rides along for the report's length section (no second read).
+            flags = ["truncated"] if tokens and "truncated" in cols else []
+            lf = store.scan([*SCORE_COLUMNS, *tokens, *flags]).drop("_shard")
         return _Plan(lf.rename({"score": "_score"}), True, manifest, store)
 
     # Existence first: a missing path is load_scores' to name, not an unknown format.
@@ -586,6 +632,7 @@ def _one_pass_plan(path: Path) -> _Plan | None:
         pl.col("score").cast(pl.Float64).alias("_score"),
         error.alias("error"),
         *(c for c in TOKEN_COLUMNS if c in schema),
+        *(["truncated"] if "truncated" in schema and "completion_tokens" in schema else []),
     )
     return _Plan(rows, has_run_idx, None, None)
 
@@ -735,6 +782,78 @@ def _resolve_duplicates(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
     return frame.unique(subset=["sample_id", "run_idx"], keep="first", maintain_order=True)
 
 
+# ------------------------------------------------ lengths (the report's truncation section)
+
+LENGTH_COLUMNS = ("sample_id", "score", "error", "truncated", "completion_tokens")
+
+
+def _length_rows(frame: pl.DataFrame, score: str) -> pl.DataFrame | None:
+    """LENGTH_COLUMNS out of rows already read (`score`: the column holding the score as
+    read); None without completion token counts."""
+    import polars as pl
+
+    if "completion_tokens" not in frame.columns:
+        return None
+    try:
+        return frame.select(
+            pl.col("sample_id").cast(pl.String),
+            pl.when(pl.col("error").is_null()).then(pl.col(score)).alias("score"),
+            pl.col("error"),
+            (
+                pl.col("truncated").cast(pl.Boolean, strict=False)
+                if "truncated" in frame.columns
+                else pl.lit(None, dtype=pl.Boolean).alias("truncated")
+            ),
+            pl.col("completion_tokens").cast(pl.Int64, strict=False),
+        )
+    except _input_errors():  # optional section: the scores decide whether a read works
+        return None
+
+
+def read_lengths(path: str | os.PathLike[str]) -> pl.DataFrame | None:
+    """LENGTH_COLUMNS of every rollout (de-duplicated as the store reads them; a table's
+    rows as they are, without `truncated` read as not cut short), or None when the input
+    has no `completion_tokens`. Cut-short rollouts are included whatever the run's
+    truncation policy: this is where they are counted. No text column is read."""
+    import polars as pl
+
+    path = Path(path)
+    try:
+        if path.is_dir():
+            if not is_run_dir(path):
+                return None
+            store = RolloutStore(path)
+            have = _shard_columns(store)
+            if "completion_tokens" not in have:
+                return None
+            cols = [c for c in LENGTH_COLUMNS if c in have]
+            frame = store.rollouts(cols)
+        else:
+            if not path.is_file() or path.suffix.lower() not in TABLE_SUFFIXES:
+                return None
+            lf = read_table(path).lazy() if _is_json(path) else scan_table(path)
+            names = lf.collect_schema().names()
+            if "completion_tokens" not in names or "sample_id" not in names or "score" not in names:
+                return None
+            frame = lf.select(c for c in LENGTH_COLUMNS if c in names).collect()
+        missing = [c for c in LENGTH_COLUMNS if c not in frame.columns]
+        frame = frame.with_columns(
+            *(
+                pl.lit(None, dtype=pl.String if c == "error" else pl.Boolean).alias(c)
+                for c in missing
+            )
+        )
+        return frame.select(
+            pl.col("sample_id").cast(pl.String),
+            pl.col("score").cast(pl.Float64, strict=False),
+            pl.col("error").cast(pl.String),
+            pl.col("truncated").cast(pl.Boolean, strict=False),
+            pl.col("completion_tokens").cast(pl.Int64, strict=False),
+        )
+    except _input_errors():  # optional section: the scores' own read names real problems
+        return None
+
+
 # ------------------------------------------------ extracted answers (suspect labels)
 
 # The column holding what the grader extracted from each completion.
@@ -775,7 +894,11 @@ def read_answers(path: str | os.PathLike[str]) -> pl.DataFrame | None:
     cols = ["sample_id", "score", "error", ANSWER_COLUMN]
     if path.is_dir():
         store = RolloutStore(path)
-        frame = store.rollouts([*SCORE_COLUMNS, ANSWER_COLUMN])
+        manifest = store.read_manifest() if store.exists() else None
+        exclude = excludes_truncated(manifest) and "truncated" in _shard_columns(store)
+        frame = store.rollouts([*SCORE_COLUMNS, ANSWER_COLUMN, *(["truncated"] if exclude else [])])
+        if exclude:
+            frame = frame.filter(_kept())
         if frame.height == 0:
             raise InputError("run directory has no rollouts yet", path=path)
         return _validate(frame, path).select(cols)

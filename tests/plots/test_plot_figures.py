@@ -18,6 +18,11 @@ MAGIC: dict[str, Callable[[bytes], bool]] = {
 }
 
 
+# The figures drawn from per-sample statistics (the length plot reads rollouts:
+# tests/plots/test_plot_length.py).
+PER_SAMPLE_KINDS = ("variance", "histogram", "gate")
+
+
 def build(kind: str, frame: pl.DataFrame, gate_factory: Callable[..., pl.DataFrame]) -> Figure:
     """The figure of `kind` for `frame` (the gate curve is derived from the frame)."""
     if kind == "variance":
@@ -29,7 +34,7 @@ def build(kind: str, frame: pl.DataFrame, gate_factory: Callable[..., pl.DataFra
 
 @pytest.mark.parametrize("suffix", sorted(MAGIC))
 @pytest.mark.parametrize("size", ["small", "large"])
-@pytest.mark.parametrize("kind", PLOT_KINDS)
+@pytest.mark.parametrize("kind", PER_SAMPLE_KINDS)
 def test_every_kind_saves_in_every_format(
     kind: str,
     size: str,
@@ -52,11 +57,11 @@ def test_every_kind_saves_in_every_format(
     assert [p.name for p in tmp_path.iterdir()] == [out.name]  # no temp file left behind
 
 
-def test_plot_kinds_are_the_three_figures() -> None:
-    assert PLOT_KINDS == ("variance", "histogram", "gate")
+def test_plot_kinds_are_the_four_figures() -> None:
+    assert (*PER_SAMPLE_KINDS, "length") == PLOT_KINDS
 
 
-@pytest.mark.parametrize("kind", PLOT_KINDS)
+@pytest.mark.parametrize("kind", PER_SAMPLE_KINDS)
 def test_no_scored_samples_still_gives_a_figure(
     kind: str,
     frame_factory: Callable[..., pl.DataFrame],
