@@ -38,7 +38,7 @@ import os
 import shutil
 import socket
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -581,8 +581,51 @@ def _acquire_lock(
 
     A lock held by someone else is retried for `patience` seconds before the run is
     called busy (a shard lock may be held for an instant by a probe)."""
+    fd = _flock_loop(
+        lock_path,
+        run_dir,
+        shared=False,
+        patience=patience,
+        busy=lambda holder: (
+            f"{holder.describe()} is writing {what}; wait for it or use another --out"
+        ),
+    )
+    info = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
+    return fd
+
+
+def _acquire_shared(lock_path: Path, run_dir: Path) -> int:
+    """An fd holding a shared flock on `lock_path` (RUN/.lock): shard writers share it,
+    a whole-run writer holds it exclusively. Nothing is written into the file; a
+    finishing shard writer holds it exclusively for an instant to remove it, hence the
+    patience."""
+    return _flock_loop(
+        lock_path,
+        run_dir,
+        shared=True,
+        patience=LOCK_PATIENCE_S,
+        busy=lambda holder: (
+            f"{holder.describe()} is writing this whole run directory "
+            "(no --shard); wait for it or use another --out"
+        ),
+    )
+
+
+def _flock_loop(
+    lock_path: Path,
+    run_dir: Path,
+    *,
+    shared: bool,
+    patience: float,
+    busy: Callable[[LockHolder], str],
+) -> int:
+    """Open `lock_path` and flock it (shared or exclusive) without blocking, retrying
+    for `patience` seconds; RunDirBusyError with `busy(holder)` after that."""
     import fcntl
 
+    mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     deadline = time.monotonic() + patience
     while True:
         try:
@@ -596,17 +639,14 @@ def _acquire_lock(
                 f"cannot write to the run directory ({exc.strerror})", path=run_dir
             ) from exc
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = _read_holder(fd)
             os.close(fd)
             if time.monotonic() < deadline:
                 time.sleep(0.05)
                 continue
-            raise RunDirBusyError(
-                f"{holder.describe()} is writing {what}; wait for it or use another --out",
-                path=run_dir,
-            ) from None
+            raise RunDirBusyError(busy(holder), path=run_dir) from None
         except OSError as exc:
             os.close(fd)
             raise RunError(
@@ -623,58 +663,6 @@ def _acquire_lock(
         except FileNotFoundError:
             same = False
         if not same:
-            os.close(fd)
-            continue
-        info = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
-        return fd
-
-
-def _acquire_shared(lock_path: Path, run_dir: Path) -> int:
-    """An fd holding a shared flock on `lock_path` (RUN/.lock): shard writers share it,
-    a whole-run writer holds it exclusively. Nothing is written into the file."""
-    import fcntl
-
-    deadline = time.monotonic() + LOCK_PATIENCE_S
-    while True:
-        try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-        except FileNotFoundError:
-            _make_dirs(run_dir)
-            continue
-        except OSError as exc:
-            raise InputError(
-                f"cannot write to the run directory ({exc.strerror})", path=run_dir
-            ) from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _read_holder(fd)
-            os.close(fd)
-            # A finishing shard writer holds it exclusively for an instant to remove it.
-            if time.monotonic() < deadline:
-                time.sleep(0.05)
-                continue
-            raise RunDirBusyError(
-                f"{holder.describe()} is writing this whole run directory (no --shard); "
-                "wait for it or use another --out",
-                path=run_dir,
-            ) from None
-        except OSError as exc:
-            os.close(fd)
-            raise RunError(
-                f"cannot lock the run directory ({exc.strerror}); its file system may not "
-                "support file locks",
-                path=run_dir,
-            ) from exc
-        try:
-            ours = os.fstat(fd)
-            now = os.stat(lock_path)
-            same = (ours.st_dev, ours.st_ino) == (now.st_dev, now.st_ino)
-        except FileNotFoundError:
-            same = False
-        if not same:  # removed by the last shard writer as we opened it
             os.close(fd)
             continue
         return fd
