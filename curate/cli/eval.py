@@ -13,6 +13,15 @@ from curate.backends.openai_options import OpenAIOptions
 from curate.backends.options import BackendOptions, flag_name
 from curate.backends.vllm_options import VllmOptions
 from curate.cli.errors import debug_enabled, handle_errors
+from curate.cli.grader_options import (
+    CodeScoreOpt,
+    GraderWorkersOpt,
+    RewardBaseUrlOpt,
+    RewardEndpointOpt,
+    RewardKeyEnvOpt,
+    RewardModelOpt,
+    reward_model_config,
+)
 from curate.cli.judge_options import (
     JudgeBaseUrlOpt,
     JudgeConcurrencyOpt,
@@ -191,65 +200,12 @@ def eval_cmd(
             rich_help_panel=RUN,
         ),
     ] = False,
-    grader_workers: Annotated[
-        int | None,
-        typer.Option(
-            metavar="N",
-            help="Worker processes of the graders that use them (math, python:, verl, "
-            "trl:), or programs run at once by --grader code (default: min(4, CPUs)).",
-            show_default=False,
-            rich_help_panel=GRADING,
-        ),
-    ] = None,
-    code_score: Annotated[
-        str | None,
-        typer.Option(
-            metavar="all|fraction",
-            help="--grader code: 1 when every test passes (all, the default), or the "
-            "share of tests passed (fraction).",
-            show_default=False,
-            rich_help_panel=GRADING,
-        ),
-    ] = None,
-    reward_base_url: Annotated[
-        str | None,
-        typer.Option(
-            metavar="URL",
-            help="--grader reward-model: the server of a sequence-classification reward "
-            "model, e.g. http://127.0.0.1:8001 (vLLM with --runner pooling).",
-            show_default=False,
-            rich_help_panel=GRADING,
-        ),
-    ] = None,
-    reward_model: Annotated[
-        str | None,
-        typer.Option(
-            metavar="NAME",
-            help="--grader reward-model: the served model's name. \\[default: the "
-            "server's only model]",
-            show_default=False,
-            rich_help_panel=GRADING,
-        ),
-    ] = None,
-    reward_api_key_env: Annotated[
-        str | None,
-        typer.Option(
-            metavar="VAR",
-            help="--grader reward-model: the environment variable holding the server's "
-            "API key (never the key itself).",
-            show_default=False,
-            rich_help_panel=GRADING,
-        ),
-    ] = None,
-    reward_endpoint: Annotated[
-        str,
-        typer.Option(
-            metavar="auto|classify|pooling|score",
-            help="--grader reward-model: the endpoint to call; auto tries /classify, "
-            "/pooling, /score in turn with one probe.",
-            rich_help_panel=GRADING,
-        ),
-    ] = "auto",
+    grader_workers: GraderWorkersOpt = None,
+    code_score: CodeScoreOpt = None,
+    reward_base_url: RewardBaseUrlOpt = None,
+    reward_model: RewardModelOpt = None,
+    reward_api_key_env: RewardKeyEnvOpt = None,
+    reward_endpoint: RewardEndpointOpt = "auto",
     mode: Annotated[
         ModeChoice | None,
         typer.Option(
@@ -756,28 +712,3 @@ def _log_to_stderr(name: str) -> None:
     handler._curate = True  # type: ignore[attr-defined]
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
-
-
-def reward_model_config(
-    base_url: str | None, model: str | None, key_env: str | None, endpoint: str
-) -> Any:
-    """The reward model's server from the --reward-* options (None without a URL);
-    UsageError for the other options given without --reward-base-url."""
-    if base_url is None:
-        given = [
-            flag
-            for flag, value in (
-                ("--reward-model", model),
-                ("--reward-api-key-env", key_env),
-                ("--reward-endpoint", None if endpoint == "auto" else endpoint),
-            )
-            if value is not None
-        ]
-        if given:
-            raise UsageError(f"{given[0]} needs --reward-base-url (and --grader reward-model)")
-        return None
-    from curate.graders.reward_model import RewardModelConfig
-
-    return RewardModelConfig(
-        base_url=base_url, model=model, api_key_env=key_env, endpoint=endpoint.lower()
-    )

@@ -8,6 +8,15 @@ from typing import Annotated
 import typer
 
 from curate.cli.errors import handle_errors
+from curate.cli.grader_options import (
+    CodeScoreOpt,
+    GraderWorkersOpt,
+    RewardBaseUrlOpt,
+    RewardEndpointOpt,
+    RewardKeyEnvOpt,
+    RewardModelOpt,
+    reward_model_config,
+)
 from curate.cli.judge_options import (
     JudgeBaseUrlOpt,
     JudgeConcurrencyOpt,
@@ -67,6 +76,12 @@ def grade_cmd(
             show_default=False,
         ),
     ] = None,
+    grader_workers: GraderWorkersOpt = None,
+    code_score: CodeScoreOpt = None,
+    reward_base_url: RewardBaseUrlOpt = None,
+    reward_model: RewardModelOpt = None,
+    reward_api_key_env: RewardKeyEnvOpt = None,
+    reward_endpoint: RewardEndpointOpt = "auto",
     judge_model: JudgeModelOpt = None,
     judge_base_url: JudgeBaseUrlOpt = None,
     judge_api_key_env: JudgeKeyEnvOpt = None,
@@ -87,10 +102,27 @@ def grade_cmd(
         raise UsageError(
             f"--grader-timeout {grader_timeout:g}: expected a positive number of seconds"
         )
+    if grader_workers is not None and grader_workers < 1:
+        raise UsageError(f"--grader-workers {grader_workers}: expected at least 1")
+    if code_score is not None:
+        from curate.graders.code import SCORE_MODES, with_score_mode
+        from curate.graders.registry import grader_kind
+
+        if code_score not in SCORE_MODES:
+            raise UsageError(
+                f"--code-score {code_score!r}: expected one of {', '.join(SCORE_MODES)}"
+            )
+        if grader_kind(grader) != "code":
+            raise UsageError("--code-score applies to --grader code only")
+        grader = with_score_mode(grader, code_score)
     opts = RegradeOptions(
         source=run,
         out=out,
         grader=grader,
+        workers=grader_workers,
+        reward_model=reward_model_config(
+            reward_base_url, reward_model, reward_api_key_env, reward_endpoint
+        ),
         grader_timeout=grader_timeout,
         score_range=parse_score_range(score_range) if score_range is not None else None,
         judge=judge_config(

@@ -40,6 +40,8 @@ from curate.store.run_dir import RolloutStore
 if TYPE_CHECKING:
     import polars as pl
 
+    from curate.graders.reward_model import RewardModelConfig
+
 # Rollouts graded per stored shard.
 CHUNK_ROLLOUTS = 4096
 # What a re-grade replaces; every other column is copied as stored.
@@ -55,6 +57,8 @@ class RegradeOptions:
     score_range: tuple[float, float] | None = None
     judge: JudgeConfig | None = None
     force: bool = False  # replace an existing OUT that is another run
+    workers: int | None = None  # graders' worker processes (math, python:, code, ...)
+    reward_model: RewardModelConfig | None = None  # `reward-model`'s server
 
 
 @dataclass
@@ -155,7 +159,12 @@ def regrade(opts: RegradeOptions, *, say: Any = None) -> RegradeResult:
     _prepare_partial(partial, opts.out)
     try:
         grader = get_grader(
-            opts.grader, timeout_s=opts.grader_timeout, score_range=opts.score_range, judge=judge
+            opts.grader,
+            timeout_s=opts.grader_timeout,
+            score_range=opts.score_range,
+            workers=opts.workers,
+            reward_model=opts.reward_model,
+            judge=judge,
         )
     except BaseException:
         _abandon(partial)

@@ -117,3 +117,28 @@ def test_a_wrong_key_stops_before_generating(
     assert res.exit_code == 2
     assert "401" in res.stderr and "sk-not-the-key" not in res.stderr
     assert not (out / "rollouts").exists()
+
+
+def test_grade_rescores_a_run_with_the_reward_model(
+    cli: Callable[..., Result], tmp_path: Path, server: FakeRewardServer
+) -> None:
+    """`curate grade` takes the same --reward-* options: a numeric run re-scored by the
+    reward model, then the two graders compared with `curate agree`."""
+    first, second = tmp_path / "numeric", tmp_path / "rm"
+    assert cli(*_eval(first)).exit_code == 0
+    env = {"CURATE_TEST_RM_KEY": KEY}
+    res = cli(
+        "grade", first, "--grader", "reward-model", "--out", second,
+        "--reward-base-url", server.url, "--reward-api-key-env", "CURATE_TEST_RM_KEY",
+        env=env,
+    )  # fmt: skip
+    assert res.exit_code == 0, res.stderr
+    before, after = RolloutStore(first).rollouts(), RolloutStore(second).rollouts()
+    assert before.height == after.height == 10
+    assert after["raw_score"].null_count() == 0
+    assert before["completion"].to_list() == after["completion"].to_list()
+    agree = cli("agree", first, second, "--format", "json")
+    assert agree.exit_code == 0, agree.stderr
+    bad = cli("grade", first, "--grader", "numeric", "--out", tmp_path / "x", "--reward-model", "m")
+    assert bad.exit_code == 2 and "--reward-model needs --reward-base-url" in bad.stderr
+    assert not (tmp_path / "x").exists()
