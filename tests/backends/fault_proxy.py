@@ -306,6 +306,11 @@ class FakeOpenAIServer(_LoopServer):
 # --------------------------------------------------------------------------- fault proxy
 
 
+def is_generation(request: web.Request) -> bool:
+    """A chat or text completion request (what a rollout costs)."""
+    return request.method == "POST" and request.path.rstrip("/").endswith("completions")
+
+
 class FaultProxy(_LoopServer):
     """Forwards /v1/* to `upstream`, replacing a share of requests with faults.
 
@@ -347,6 +352,8 @@ class FaultProxy(_LoopServer):
         self.injected: Counter[str] = Counter()
         self.persistent = 0
         self.rejected_n = 0
+        # Generation requests (POST .../completions) only: the context check's probes of
+        # /v1/models and /tokenize are not what the tests count.
         self.forwarded = 0
         self.requests = 0
         self._per_body: Counter[str] = Counter()
@@ -387,7 +394,8 @@ class FaultProxy(_LoopServer):
 
     async def _proxy(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
-        self.requests += 1
+        if is_generation(request):
+            self.requests += 1
         text = raw.decode("utf-8", "replace")
         if request.method == "POST" and any(s in text for s in self.fail_forever):
             self.persistent += 1
@@ -440,7 +448,8 @@ class FaultProxy(_LoopServer):
 
     async def _forward(self, request: web.Request, raw: bytes) -> tuple[int, dict[str, str], bytes]:
         assert self._session is not None
-        self.forwarded += 1
+        if is_generation(request):
+            self.forwarded += 1
         headers = {
             k: v
             for k, v in request.headers.items()

@@ -1,12 +1,11 @@
-"""The context check against a real vLLM OpenAI-compatible server started with
-`--max-model-len 128` on the bundled tiny model: the window from its /v1/models card,
+"""The context check against the session's real vLLM OpenAI-compatible server (the
+bundled tiny model at `--max-model-len 256`): the window from its /v1/models card,
 prompts counted by its /tokenize, a run that cannot fit refused before anything is
 written, and one that fits run as usual."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,26 +17,26 @@ from curate.backends.context import Endpoint, local_counter
 from curate.engine.preflight import apply_local_template
 from curate.store.run_dir import RolloutStore
 from tests.backends.fault_proxy import VLLMServer
-from tests.conftest import ARITHMETIC, TINY_MODEL, invoke_curate
+from tests.conftest import ARITHMETIC, TINY_MODEL, VLLM_SERVER_KEY, invoke_curate
 
 pytestmark = pytest.mark.slow
 
 MODEL = str(TINY_MODEL)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VLLMServer]:
-    if not (TINY_MODEL / "config.json").is_file():
-        pytest.skip(f"{TINY_MODEL} is not there yet")
-    log = tmp_path_factory.mktemp("vllm128") / "server.log"
-    with VLLMServer(MODEL, max_model_len=128, log_path=log) as running:
-        yield running
+KEY_ENV = "CURATE_TEST_CONTEXT_KEY"
+
+
+@pytest.fixture
+def server(vllm_server: VLLMServer, monkeypatch: pytest.MonkeyPatch) -> VLLMServer:
+    monkeypatch.setenv(KEY_ENV, VLLM_SERVER_KEY)
+    return vllm_server
 
 
 def test_window_and_counts_from_the_server(server: VLLMServer) -> None:
-    endpoint = Endpoint(server.base_url, MODEL, None)
+    endpoint = Endpoint(server.base_url, MODEL, VLLM_SERVER_KEY)
     try:
-        assert endpoint.window() == (128, "the endpoint's max_model_len")
+        assert endpoint.window() == (server.max_model_len, "the endpoint's max_model_len")
         counter = endpoint.counter("chat")
         messages = [{"role": "user", "content": "What is 825 + 506?"}]
         remote = counter.count(messages)
@@ -48,7 +47,7 @@ def test_window_and_counts_from_the_server(server: VLLMServer) -> None:
     local = local_counter(MODEL, "chat", apply_local_template)
     assert local is not None and remote == local.count(messages) and remote > 5
     # Another model name has no card: no window, no check.
-    other = Endpoint(server.base_url, "no-such-model", None)
+    other = Endpoint(server.base_url, "no-such-model", VLLM_SERVER_KEY)
     try:
         assert other.window() is None
     finally:
@@ -58,18 +57,20 @@ def test_window_and_counts_from_the_server(server: VLLMServer) -> None:
 def _args(out: Path, server: VLLMServer, *extra: object) -> list[object]:
     return [
         "eval", ARITHMETIC, "--backend", "openai", "--model", MODEL,
-        "--base-url", server.base_url, "--out", out, "--limit", "4", "-n", "2", "--quiet",
+        "--base-url", server.base_url, "--api-key-env", KEY_ENV, "--out", out,
+        "--limit", "4", "-n", "2", "--quiet",
         *extra,
     ]  # fmt: skip
 
 
 def test_a_run_that_cannot_fit_is_refused(server: VLLMServer, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    res = invoke_curate(*_args(out, server, "--max-tokens", "256"))
+    window = server.max_model_len
+    res = invoke_curate(*_args(out, server, "--max-tokens", str(window)))
     assert res.exit_code == 2, res.output
     (line,) = res.stderr.strip().splitlines()
-    assert "by the endpoint's /tokenize) plus --max-tokens 256" in line
-    assert "over the model's 128 (the endpoint's max_model_len)" in line
+    assert f"by the endpoint's /tokenize) plus --max-tokens {window}" in line
+    assert f"over the model's {window} (the endpoint's max_model_len)" in line
     assert "lower --max-tokens to " in line
     assert not out.exists()
 
