@@ -1,12 +1,12 @@
 """An endpoint pool of two real vLLM OpenAI-compatible servers (CPU build, the bundled
-tiny model, 0.25 GiB KV cache each) on loopback: both serve a `curate eval` with two
---base-url; then one is stopped, and the next eval goes on through the other."""
+tiny model, 0.25 GiB KV cache each) on loopback, the session's server and one of this
+module's: both serve a `curate eval` with two --base-url; then this module's is stopped,
+and the next eval goes on through the session's."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -16,33 +16,40 @@ pytest.importorskip("vllm")
 
 from curate.store.run_dir import RolloutStore
 from tests.backends.fault_proxy import VLLMServer
-from tests.conftest import ARITHMETIC, TINY_MODEL, invoke_curate
+from tests.conftest import ARITHMETIC, TINY_MODEL, VLLM_SERVER_KEY, invoke_curate
 
 pytestmark = pytest.mark.slow
 
 MODEL = str(TINY_MODEL)
 
 
+KEY_ENV = "CURATE_TEST_POOL_KEY"
+
+
 @pytest.fixture(scope="module")
-def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[VLLMServer]]:
-    """Two servers, started together (their start-ups overlap), stopped at the end."""
-    if not (TINY_MODEL / "config.json").is_file():
-        pytest.skip(f"{TINY_MODEL} is not there yet")
-    logs = tmp_path_factory.mktemp("vllm-pool")
-    pair = [VLLMServer(MODEL, log_path=logs / f"server{i}.log") for i in (0, 1)]
+def servers(
+    vllm_server: VLLMServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[list[VLLMServer]]:
+    """The session's server and a second one with the same key (stopped by the test)."""
+    second = VLLMServer(
+        MODEL, api_key=VLLM_SERVER_KEY, log_path=tmp_path_factory.mktemp("pool") / "s.log"
+    )
     try:
-        with ThreadPoolExecutor(2) as pool:
-            list(pool.map(lambda s: s.start(timeout=400), pair))
-        yield pair
+        second.start(timeout=400)
+        yield [vllm_server, second]
     finally:
-        for server in pair:
-            server.stop()
+        second.stop()
+
+
+@pytest.fixture(autouse=True)
+def key_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, VLLM_SERVER_KEY)
 
 
 def eval_args(data: Path, out: Path, urls: list[str]) -> list[object]:
     flags = [part for url in urls for part in ("--base-url", url)]
     return [
-        "eval", data, "--backend", "openai", "--model", MODEL, *flags,
+        "eval", data, "--backend", "openai", "--model", MODEL, *flags, "--api-key-env", KEY_ENV,
         "--runs", 4, "--max-tokens", 16, "--out", out, "--quiet", "--concurrency", 16,
         "--max-retries", 6, "--limit", 40,
     ]  # fmt: skip
