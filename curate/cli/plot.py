@@ -31,7 +31,7 @@ def plot(
     threshold: ThresholdOpt = 0.01,
     group_size: GroupSizeOpt = 8,
 ) -> None:
-    """Draw the variance plot, a pass-rate histogram, or mixed-group odds against G."""
+    """Draw the variance plot, a pass-rate histogram, mixed-group odds against G, or lengths."""
     from curate.plots.run import plot_run
 
     path = plot_run(run, kind=kind.value, output=output, threshold=threshold, group_size=group_size)
