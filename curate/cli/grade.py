@@ -91,34 +91,22 @@ def grade_cmd(
     judge_max_tokens: JudgeMaxTokensOpt = None,
 ) -> None:
     """Score a run's stored completions with another grader into a new run (no model)."""
-    import math
-
-    from curate.engine.preflight import parse_score_range
+    from curate.engine.preflight import check_grader_options, fold_code_score, parse_score_range
     from curate.engine.progress import error_summary
     from curate.engine.regrade import RegradeOptions, regrade
-    from curate.errors import UsageError
 
-    if not (math.isfinite(grader_timeout) and grader_timeout > 0):
-        raise UsageError(
-            f"--grader-timeout {grader_timeout:g}: expected a positive number of seconds"
-        )
-    if grader_workers is not None and grader_workers < 1:
-        raise UsageError(f"--grader-workers {grader_workers}: expected at least 1")
-    if code_score is not None:
-        from curate.graders.code import SCORE_MODES, with_score_mode
-        from curate.graders.registry import grader_kind
-
-        if code_score not in SCORE_MODES:
-            raise UsageError(
-                f"--code-score {code_score!r}: expected one of {', '.join(SCORE_MODES)}"
-            )
-        if grader_kind(grader) != "code":
-            raise UsageError("--code-score applies to --grader code only")
-        grader = with_score_mode(grader, code_score)
+    check_grader_options(
+        grader,
+        grader_timeout=grader_timeout,
+        grader_workers=grader_workers,
+        code_score=code_score,
+    )
+    spec = fold_code_score(grader, code_score)
+    assert spec is not None
     opts = RegradeOptions(
         source=run,
         out=out,
-        grader=grader,
+        grader=spec,
         workers=grader_workers,
         reward_model=reward_model_config(
             reward_base_url, reward_model, reward_api_key_env, reward_endpoint
@@ -139,7 +127,7 @@ def grade_cmd(
     result = regrade(opts)
     print(
         f"{result.out}: {result.rollouts} rollouts from {run}, {result.graded} graded with "
-        f"{grader.strip()} in {result.seconds:.1f}s; {result.grader_errors} grader errors, "
+        f"{spec} in {result.seconds:.1f}s; {result.grader_errors} grader errors, "
         f"{result.generation_errors} generation errors kept"
     )
     from collections import Counter

@@ -195,31 +195,52 @@ def check_options(opts: EvalOptions) -> None:
         raise UsageError(
             f"--max-bad-references {opts.max_bad_references:g}: expected a fraction in [0, 1]"
         )
-    if not (math.isfinite(opts.grader_timeout) and opts.grader_timeout > 0):
+    check_grader_options(
+        opts.grader,
+        grader_timeout=opts.grader_timeout,
+        grader_workers=opts.grader_workers,
+        code_score=opts.code_score,
+    )
+
+
+def check_grader_options(
+    grader: str | None,
+    *,
+    grader_timeout: float,
+    grader_workers: int | None,
+    code_score: str | None,
+) -> None:
+    """UsageError for a grader option out of range (`curate eval` and `curate grade`)."""
+    if not (math.isfinite(grader_timeout) and grader_timeout > 0):
         raise UsageError(
-            f"--grader-timeout {opts.grader_timeout:g}: expected a positive number of seconds"
+            f"--grader-timeout {grader_timeout:g}: expected a positive number of seconds"
         )
-    if opts.grader_workers is not None and opts.grader_workers < 1:
-        raise UsageError(f"--grader-workers {opts.grader_workers}: expected at least 1")
-    if opts.code_score is not None:
+    if grader_workers is not None and grader_workers < 1:
+        raise UsageError(f"--grader-workers {grader_workers}: expected at least 1")
+    if code_score is not None:
         from curate.graders.code import SCORE_MODES
 
-        if opts.code_score not in SCORE_MODES:
+        if code_score not in SCORE_MODES:
             raise UsageError(
-                f"--code-score {opts.code_score!r}: expected one of {', '.join(SCORE_MODES)}"
+                f"--code-score {code_score!r}: expected one of {', '.join(SCORE_MODES)}"
             )
-        if grader_kind(opts.grader) != "code":
+        if grader_kind(grader) != "code":
             raise UsageError("--code-score applies to --grader code only")
 
 
 def grader_spec(opts: EvalOptions) -> str | None:
+    """The --grader spec with --code-score folded in (`fold_code_score`)."""
+    return fold_code_score(opts.grader, opts.code_score)
+
+
+def fold_code_score(grader: str | None, code_score: str | None) -> str | None:
     """The --grader spec with --code-score folded in (so the manifest's grader says how
     the code grader scores, and a resume with another scoring is refused)."""
-    if opts.grader is None or opts.code_score is None:
-        return opts.grader.strip() if opts.grader is not None else None
+    if grader is None or code_score is None:
+        return grader.strip() if grader is not None else None
     from curate.graders.code import with_score_mode
 
-    return with_score_mode(opts.grader, opts.code_score)
+    return with_score_mode(grader, code_score)
 
 
 def preflight(opts: EvalOptions, mode: Mode | None = None) -> Preflight:
