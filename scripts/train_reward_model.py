@@ -39,7 +39,7 @@ import sys  # noqa: E402
 
 import torch  # noqa: E402
 from make_arithmetic_data import make_problem  # noqa: E402  (scripts/ is on sys.path)
-from train_tiny_model import MAX_POSITIONS, build_tokenizer, make_portable  # noqa: E402
+from train_tiny_model import build_tokenizer, make_portable, tiny_llama_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -239,31 +239,17 @@ def main() -> None:
             flush=True,
         )
 
-    from transformers import LlamaConfig, LlamaForSequenceClassification
+    from transformers import LlamaForSequenceClassification
 
-    vocab_size = 8 * math.ceil(len(tok) / 8)
-    if args.hidden // args.heads < 64:
-        raise SystemExit("head dimension must be >= 64 (vLLM CPU attention does not do 16/32)")
-    config = LlamaConfig(
-        vocab_size=vocab_size,
-        hidden_size=args.hidden,
-        intermediate_size=args.intermediate,
-        num_hidden_layers=args.layers,
-        num_attention_heads=args.heads,
-        num_key_value_heads=args.heads,
-        head_dim=args.hidden // args.heads,
-        max_position_embeddings=MAX_POSITIONS,
-        rms_norm_eps=1e-5,
-        rope_theta=10000.0,
+    config = tiny_llama_config(
+        tok,
+        args,
         tie_word_embeddings=False,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
         num_labels=1,
         id2label={0: "right"},
         label2id={"right": 0},
-        torch_dtype="float32",
     )
+    vocab_size = config.vocab_size
     model = LlamaForSequenceClassification(config)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"params: {n_params:,}  vocab: {len(tok)} (padded to {vocab_size})")

@@ -220,6 +220,32 @@ def make_batch(
     return input_ids, labels
 
 
+def tiny_llama_config(tok, args: argparse.Namespace, **extra: object):
+    """The tiny Llama shape both bundled models share (vocabulary padded to a multiple of
+    8, head dimension at least 64 for vLLM's CPU attention), plus `extra` settings."""
+    from transformers import LlamaConfig
+
+    if args.hidden // args.heads < 64:
+        raise SystemExit("head dimension must be >= 64 (vLLM CPU attention does not do 16/32)")
+    return LlamaConfig(
+        vocab_size=8 * math.ceil(len(tok) / 8),
+        hidden_size=args.hidden,
+        intermediate_size=args.intermediate,
+        num_hidden_layers=args.layers,
+        num_attention_heads=args.heads,
+        num_key_value_heads=args.heads,
+        head_dim=args.hidden // args.heads,
+        max_position_embeddings=MAX_POSITIONS,
+        rms_norm_eps=1e-5,
+        rope_theta=10000.0,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+        torch_dtype="float32",
+        **extra,
+    )
+
+
 def make_portable(out: Path) -> None:
     """Rewrite the saved config files so that transformers 4 and 5 (and so vLLM) all read them.
 
@@ -279,31 +305,13 @@ def main() -> None:
     torch.use_deterministic_algorithms(True)
     rng = random.Random(args.seed)
 
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaForCausalLM
 
     tok = build_tokenizer(think=args.think)
     if args.out is None:
         args.out = str(ROOT / "sample_data" / ("tiny-think" if args.think else "tiny-math"))
-    vocab_size = 8 * math.ceil(len(tok) / 8)
-    if args.hidden // args.heads < 64:
-        raise SystemExit("head dimension must be >= 64 (vLLM CPU attention does not do 16/32)")
-    config = LlamaConfig(
-        vocab_size=vocab_size,
-        hidden_size=args.hidden,
-        intermediate_size=args.intermediate,
-        num_hidden_layers=args.layers,
-        num_attention_heads=args.heads,
-        num_key_value_heads=args.heads,
-        head_dim=args.hidden // args.heads,
-        max_position_embeddings=MAX_POSITIONS,
-        rms_norm_eps=1e-5,
-        rope_theta=10000.0,
-        tie_word_embeddings=True,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-        torch_dtype="float32",
-    )
+    config = tiny_llama_config(tok, args, tie_word_embeddings=True)
+    vocab_size = config.vocab_size
     model = LlamaForCausalLM(config)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"params: {n_params:,}  vocab: {len(tok)} (padded to {vocab_size})")
