@@ -67,6 +67,7 @@ from curate.remote import (
     redact_url,
     run_pool,
     scrub,
+    status_retry_cause,
     stream_from_loop,
 )
 from curate.remote.bridge import Emit
@@ -186,13 +187,13 @@ def classify(exc: BaseException) -> Exception | None:
     """What an SDK exception means: Retryable, Rejected, or None (not the SDK's)."""
     if isinstance(exc, openai.APIStatusError):
         status, detail = exc.status_code, _error_detail(exc)
-        if status == 429:
-            if _error_code(exc) == "insufficient_quota":  # waiting will not add credit
-                return Rejected(status, detail)
-            return Retryable(RATE_LIMIT, f"429 {detail}", parse_retry_after(exc.response.headers))
-        if status >= 500 or status in (408, 409):
-            return Retryable(SERVER_ERROR, f"{status} {detail}")
-        return Rejected(status, detail)
+        if status == 429 and _error_code(exc) == "insufficient_quota":
+            return Rejected(status, detail)  # waiting will not add credit
+        cause = status_retry_cause(status)
+        if cause is None:
+            return Rejected(status, detail)
+        wait = parse_retry_after(exc.response.headers) if cause == RATE_LIMIT else None
+        return Retryable(cause, f"{status} {detail}", wait)
     if isinstance(exc, openai.APIConnectionError | TimeoutError):
         chain = exception_chain(exc)
         # The SDK's aiohttp transport reports a dropped or refused connection as a

@@ -46,7 +46,6 @@ from curate.remote import (
     CONNECTION,
     MALFORMED,
     RATE_LIMIT,
-    SERVER_ERROR,
     TIMEOUT,
     Attempt,
     EndpointDown,
@@ -63,6 +62,7 @@ from curate.remote import (
     redact_url,
     run_pool,
     scrub,
+    status_retry_cause,
     stream_from_loop,
 )
 
@@ -246,11 +246,11 @@ def classify_fault(exc: BaseException) -> Exception | None:
     """What an exception of a reward-model request means for the remote-call core."""
     if isinstance(exc, _Status):
         detail = f"{exc.status} {_server_detail(exc.status, exc.text)}"
-        if exc.status == 429:
-            return Retryable(RATE_LIMIT, detail, parse_retry_after(exc.headers))
-        if (exc.status >= 500 and exc.status not in _MISSING_ROUTE) or exc.status in (408, 409):
-            return Retryable(SERVER_ERROR, detail)
-        return Rejected(exc.status, detail)
+        cause = status_retry_cause(exc.status, permanent=_MISSING_ROUTE)
+        if cause is None:
+            return Rejected(exc.status, detail)
+        wait = parse_retry_after(exc.headers) if cause == RATE_LIMIT else None
+        return Retryable(cause, detail, wait)
     if isinstance(exc, httpx.TimeoutException):
         if isinstance(exc, httpx.ConnectTimeout):
             return Retryable(CONNECTION, "connection error (connect timeout)")

@@ -32,6 +32,7 @@ from curate.remote.retry import (
     exception_chain,
     is_name_resolution_failure,
     parse_retry_after,
+    status_retry_cause,
 )
 from curate.remote.secrets import Secret, redact_url, scrub
 from curate.remote.stats import RemoteStats
@@ -65,5 +66,6 @@ __all__ = [
     "redact_url",
     "run_pool",
     "scrub",
+    "status_retry_cause",
     "stream_from_loop",
 ]

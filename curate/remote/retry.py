@@ -13,7 +13,7 @@ import email.utils
 import random
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -83,6 +83,24 @@ class RetryPolicy:
             return wait + rng.uniform(0, 0.1 * max(wait, self.backoff_base))
         cap = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1))
         return rng.uniform(cap / 2, cap)
+
+
+# Statuses besides 5xx worth another attempt: the server timed the request out or it
+# collided with another.
+RETRY_STATUSES: Final = frozenset({408, 409})
+
+
+def status_retry_cause(status: int, *, permanent: Collection[int] = ()) -> str | None:
+    """Why an HTTP error status is worth retrying (RATE_LIMIT for 429, SERVER_ERROR for
+    5xx, 408 and 409), or None when retrying cannot help (other statuses, and those in
+    `permanent`: a server's way of saying an endpoint is missing)."""
+    if status in permanent:
+        return None
+    if status == 429:
+        return RATE_LIMIT
+    if status >= 500 or status in RETRY_STATUSES:
+        return SERVER_ERROR
+    return None
 
 
 def parse_retry_after(headers: Any, now: Callable[[], float] = time.time) -> float | None:
