@@ -182,25 +182,24 @@ def _ingest_groups(
 ) -> IngestResult:
     import polars as pl
 
+    from curate.data.samples import file_sha256
+
     name = dump_format.name
     result: IngestResult | None = None
+    dataset_sha256 = file_sha256(data)  # once: every run's manifest names the same file
     for index, group in enumerate(groups):
-        frames, used = [], set()
+        frames = []
         for file in group:
             frame, column = dump_format.read(file, score_field)
             frames.append(frame)
-            used.add(column)
-        if len(used) > 1:
-            raise InputError(
-                f"steps disagree on the score column ({', '.join(sorted(used))})", path=source
-            )
-        column = used.pop()
-        if result is None:
-            result = IngestResult(format=name, score_field=column)
-        elif column != result.score_field:
-            raise InputError(
-                f"steps disagree on the score column ({result.score_field}, {column})", path=source
-            )
+            if result is None:
+                result = IngestResult(format=name, score_field=column)
+            elif column != result.score_field:
+                raise InputError(
+                    f"steps disagree on the score column ({result.score_field}, {column})",
+                    path=file.path,
+                )
+        assert result is not None
         dump = pl.concat(frames)
         matched = matcher.match(dump["prompt"].fill_null("").to_list())
         _merge_counts(result, matched)
@@ -208,7 +207,18 @@ def _ingest_groups(
         run_samples = samples.filter(
             pl.col("sample_id").is_in(rollouts["sample_id"].unique().implode())
         )
-        manifest = _manifest(name, column, group, data, fields, model, score_range, run, matched)
+        manifest = _manifest(
+            name,
+            result.score_field,
+            group,
+            data,
+            dataset_sha256,
+            fields,
+            model,
+            score_range,
+            run,
+            matched,
+        )
         _write_run(staging / f"{index:08d}", run_samples, rollouts, manifest)
         result.runs.append(run)
     assert result is not None
@@ -318,6 +328,7 @@ def _manifest(
     column: str,
     group: list[DumpFile],
     data: str | os.PathLike[str],
+    dataset_sha256: str,
     fields: Any,
     model: str | None,
     score_range: ScoreRange | None,
@@ -325,7 +336,6 @@ def _manifest(
     matched: MatchResult,
 ) -> dict[str, Any]:
     from curate import __version__
-    from curate.data.samples import file_sha256
 
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     steps = (
@@ -341,7 +351,7 @@ def _manifest(
         "mode": "chat",
         "system": None,
         "dataset_path": str(data),
-        "dataset_sha256": file_sha256(data),
+        "dataset_sha256": dataset_sha256,
         "prompt_field": fields.prompt_field,
         "messages_field": fields.messages_field,
         "answer_field": fields.answer_field,
