@@ -135,33 +135,18 @@ def trainer_settings_request(
     gen_batch_size: int | None,
     max_gen_batches: int | None,
 ) -> str | None:
-    """The trainer to plan dynamic sampling for, or None; an InputError for options that
-    only make sense together."""
-    from curate.errors import InputError
-    from curate.trainers.settings import TRAINERS
+    """The trainer to plan dynamic sampling for (verl when only --train-batch-size is
+    given), or None; a UsageError before any reading for options that do not fit
+    (`curate.trainers.settings.check_settings`)."""
+    from curate.errors import UsageError
+    from curate.trainers.settings import check_settings
 
-    others = gen_batch_size is not None or max_gen_batches is not None
     if trainer is None and train_batch_size is None:
-        if others:
-            raise InputError("--gen-batch-size and --max-gen-batches need --train-batch-size")
+        if gen_batch_size is not None or max_gen_batches is not None:
+            raise UsageError("--gen-batch-size and --max-gen-batches need --train-batch-size")
         return None
     if train_batch_size is None:
-        raise InputError(f"--trainer {trainer} needs --train-batch-size (prompts per step)")
-    if train_batch_size < 1:
-        raise InputError("--train-batch-size must be at least 1")
-    if gen_batch_size is not None and gen_batch_size < train_batch_size:
-        raise InputError(
-            f"--gen-batch-size {gen_batch_size} is below --train-batch-size {train_batch_size}: "
-            "a round could never fill a batch"
-        )
-    if max_gen_batches is not None and max_gen_batches < 0:
-        raise InputError("--max-gen-batches must be 0 (no limit) or more")
+        raise UsageError(f"--trainer {trainer} needs --train-batch-size (prompts per step)")
     name = trainer or "verl"
-    if name not in TRAINERS:
-        raise InputError(f"--trainer {name}: unknown; choose from {', '.join(TRAINERS)}")
-    if others and not TRAINERS[name].bounded:
-        raise InputError(
-            f"--trainer {name} replaces filtered prompts one by one: it has no generation "
-            "batch or maximum to check"
-        )
+    check_settings(name, train_batch_size, gen_batch_size, max_gen_batches)
     return name

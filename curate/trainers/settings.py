@@ -30,6 +30,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from curate.errors import UsageError
+
 # One round should fill the batch this often (the rest take a second round).
 ONE_ROUND_TARGET = 0.9
 # The stall risk the recommended maximum number of rounds stays under.
@@ -208,8 +210,30 @@ class DynamicSamplingPlan:
         return asdict(self)
 
 
-class SettingsError(ValueError):
-    """Settings that cannot be planned (bad numbers)."""
+def check_settings(
+    trainer: str,
+    train_batch_size: int,
+    gen_batch_size: int | None = None,
+    max_gen_batches: int | None = None,
+) -> None:
+    """UsageError (one line, naming the option) for settings that cannot be planned."""
+    if train_batch_size < 1:
+        raise UsageError("--train-batch-size must be at least 1")
+    if gen_batch_size is not None and gen_batch_size < train_batch_size:
+        raise UsageError(
+            f"--gen-batch-size {gen_batch_size} is below --train-batch-size {train_batch_size}: "
+            "a round could never fill a batch"
+        )
+    if max_gen_batches is not None and max_gen_batches < 0:
+        raise UsageError("--max-gen-batches must be 0 (no limit) or more")
+    if trainer not in TRAINERS:
+        raise UsageError(f"--trainer {trainer}: unknown; choose from {', '.join(TRAINERS)}")
+    given = gen_batch_size is not None or max_gen_batches is not None
+    if given and not TRAINERS[trainer].bounded:
+        raise UsageError(
+            f"--trainer {trainer} replaces filtered prompts one by one: it has no generation "
+            "batch or maximum to check"
+        )
 
 
 def plan_dynamic_sampling(
@@ -224,14 +248,7 @@ def plan_dynamic_sampling(
     """The dynamic-sampling settings for `trainer` at mixed share p (module docstring).
 
     Given `gen_batch_size` / `max_gen_batches` are checked rather than recommended."""
-    if trainer not in TRAINERS:
-        raise SettingsError(f"unknown trainer {trainer!r}; choose from {', '.join(TRAINERS)}")
-    if train_batch_size < 1:
-        raise SettingsError("--train-batch-size must be at least 1")
-    if gen_batch_size is not None and gen_batch_size < 1:
-        raise SettingsError("--gen-batch-size must be at least 1")
-    if max_gen_batches is not None and max_gen_batches < 0:
-        raise SettingsError("--max-gen-batches must be 0 (no limit) or more")
+    check_settings(trainer, train_batch_size, gen_batch_size, max_gen_batches)
     knobs = TRAINERS[trainer]
     p = min(1.0, max(0.0, float(mixed_share)))
     b = train_batch_size
