@@ -114,7 +114,9 @@ def test_chat_prompts_go_as_messages_with_the_completion_last(server: FakeReward
     grader = grader_for(server, endpoint="classify", model="tiny-reward")
     results = grade(grader, ["5", "6"])
     assert [r.raw_score for r in results] == [2.0, -2.0]
-    for (endpoint, body), completion in zip(server.bodies, ["5", "6"], strict=True):
+    # The requests run concurrently: the server sees them in either order.
+    sent = sorted(server.bodies, key=lambda item: item[1]["messages"][-1]["content"])
+    for (endpoint, body), completion in zip(sent, ["5", "6"], strict=True):
         assert endpoint == "classify"
         assert body == {
             "use_activation": False,  # the raw logit; curate applies the sigmoid itself
