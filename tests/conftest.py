@@ -24,7 +24,8 @@ from curate.store.run_dir import RolloutStore
 ROOT = Path(__file__).resolve().parents[1]
 TINY_MODEL = ROOT / "sample_data" / "tiny-math"
 
-# The JSON report's stable contract (issue 2, README): keys may be added, never removed.
+# The JSON report's stable contract (docs/reference/json.md): keys may be added, never
+# removed.
 JSON_CONTRACT_KEYS = frozenset(
     {
         "samples",
