@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import sys
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +28,22 @@ from curate.cli.reference import (  # noqa: E402
     command_reference,
     render_html,
     render_markdown_index,
-    root_command,
     stale_flags,
 )
+from curate.cli.reference import root_command as _root_command  # noqa: E402
 
 log = get_plugin_logger("curate")
 
-OPTIONS_MARKER = re.compile(r"<!--\s*curate-options:\s*([\w-]+)\s*-->")
-COMMANDS_MARKER = "<!-- curate-commands -->"
+
+@cache
+def root_command() -> Any:
+    """The typer app's click group, built once per build."""
+    return _root_command()
+
+
+# Markers stand on a line of their own (one quoted in a code span is left alone).
+OPTIONS_MARKER = re.compile(r"^<!--\s*curate-options:\s*([\w-]+)\s*-->[ \t]*$", re.MULTILINE)
+COMMANDS_MARKER = re.compile(r"^<!--\s*curate-commands\s*-->[ \t]*$", re.MULTILINE)
 COMMAND_PAGES = "commands/"
 
 
@@ -74,10 +83,9 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
             "%s: an example passes %s to 'curate %s', which has no such option", src, flag, command
         )
     markdown = OPTIONS_MARKER.sub(options, markdown)
-    if COMMANDS_MARKER in markdown:
+    if COMMANDS_MARKER.search(markdown):
         # Links relative to the page: only pages at the top or under commands/ use it.
         prefix = "" if src.startswith(COMMAND_PAGES) else COMMAND_PAGES
-        markdown = markdown.replace(
-            COMMANDS_MARKER, render_markdown_index(group, link=prefix + "{name}.md")
-        )
+        table = render_markdown_index(group, link=prefix + "{name}.md")
+        markdown = COMMANDS_MARKER.sub(lambda _: table, markdown)
     return markdown

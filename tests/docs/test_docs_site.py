@@ -79,11 +79,17 @@ def test_the_hook_generates_the_options_table(hooks: ModuleType, caplog) -> None
     assert _warnings(caplog) == []
 
 
+def test_a_marker_quoted_in_prose_is_left_alone(hooks: ModuleType, caplog) -> None:
+    text = "A page holds `<!-- curate-options: NAME -->` on a line of its own.\n"
+    assert hooks.on_page_markdown(text, _page("development.md"), None, None) == text
+    assert _warnings(caplog) == []
+
+
 @pytest.mark.parametrize(
     ("src", "markdown", "warning"),
     [
         ("commands/eval.md", "# eval\n", "no <!-- curate-options: eval --> marker"),
-        ("guides/x.md", "<!-- curate-options: evaluate -->", "the marker names no command"),
+        ("guides/x.md", "<!-- curate-options: evaluate -->\n", "the marker names no command"),
         ("guides/x.md", "```\ncurate report RUN --fail-under 0.1\n```", "--fail-under to"),
     ],
 )
