@@ -118,5 +118,5 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    page = (tmp_path / "commands" / "filter" / "index.html").read_text()
+    page = (tmp_path / "commands" / "filter.html").read_text()
     assert "--as-frequency" in page and 'class="curate-options"' in page
