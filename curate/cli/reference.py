@@ -149,6 +149,18 @@ def _unescape(text: str) -> str:
     return text.replace("\\[", "[")
 
 
+def _usage_cell(usage: str) -> str:
+    """An option's spelling with each part kept on one line ("--weight-default" does
+    not break at its hyphens; the parts may go on separate lines)."""
+    parts = re.findall(r"<[^>]*>|\S+", usage)
+    return " ".join(f'<span class="curate-flag">{html.escape(part)}</span>' for part in parts)
+
+
+def _heading(text: str) -> str:
+    """A panel title as Markdown heading text: nothing in it read as markup."""
+    return re.sub(r"([\\`*_\[\]<>#|])", r"\\\1", text)
+
+
 def _inline(text: str) -> str:
     """Text for an HTML cell: escaped, with `code` spans kept as code."""
     parts = _CODE.split(text)
@@ -159,8 +171,9 @@ def _inline(text: str) -> str:
 
 
 def render_html(ref: CommandReference) -> str:
-    """The generated part of a command page: usage, then one table per help panel.
-    HTML, so no help text is read as Markdown (a `|` or `*` in it stays as written)."""
+    """The generated part of a command page: usage, then a heading and a table per help
+    panel. The tables are HTML, so no help text is read as Markdown (a `|` or `*` in it
+    stays as written)."""
     out = [
         f"<pre><code>{html.escape(ref.usage)}</code></pre>",
         "",
@@ -173,14 +186,15 @@ def render_html(ref: CommandReference) -> str:
         else:
             out += [f"<p>{_inline(' '.join(paragraph.split()))}</p>", ""]
     for panel, rows in ref.panels:
-        out += [f"<p><strong>{html.escape(panel)}</strong></p>", ""]
-        out.append('<table class="curate-options">')
+        # A Markdown heading, so the panel is in the page's table of contents.
+        out += [f"### {_heading(panel)}", ""]
+        out.append("<table>")
         out.append("<thead><tr><th>option</th><th>meaning</th><th>default, range</th></tr></thead>")
         out.append("<tbody>")
         for row in rows:
             meaning = _inline(row.help) + (" <em>(hidden from --help)</em>" if row.hidden else "")
             out.append(
-                f"<tr><td><code>{html.escape(row.usage)}</code></td>"
+                f"<tr><td><code>{_usage_cell(row.usage)}</code></td>"
                 f"<td>{meaning}</td><td>{_inline(row.extra)}</td></tr>"
             )
         out.append("</tbody></table>")

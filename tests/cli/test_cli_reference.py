@@ -121,7 +121,8 @@ def test_a_toy_app_of_every_option_shape() -> None:
     for flag in ("--colour", "-c", "--coats", "--gloss", "--matt", "--secret", "--tag", "--out"):
         assert flag in page
     assert "hidden from --help" in page
-    assert "<code>wall</code>" in page and "<code>more...</code>" in page
+    assert "### Finish" in page
+    assert ">wall<" in page and ">more...<" in page
 
 
 def test_long_flags_include_hidden_and_negative_spellings() -> None:

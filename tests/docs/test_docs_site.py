@@ -75,7 +75,7 @@ def test_the_hook_generates_the_options_table(hooks: ModuleType, caplog) -> None
         "# eval\n\n<!-- curate-options: eval -->\n", _page("commands/eval.md"), None, None
     )
     assert "<!-- curate-options" not in out
-    assert "<code>-m, --model MODEL</code>" in out and "--max-tokens" in out
+    assert '<span class="curate-flag">--model</span>' in out and "--max-tokens" in out
     assert _warnings(caplog) == []
 
 
@@ -119,4 +119,4 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     page = (tmp_path / "commands" / "filter.html").read_text()
-    assert "--as-frequency" in page and 'class="curate-options"' in page
+    assert "--as-frequency" in page and 'id="which-samples"' in page  # a panel's heading
