@@ -1,5 +1,5 @@
-"""docs/reference/json.md lists every key that `curate report` and `curate status` print
-with `--format json` (`curate compare`'s keys: tests/cli/test_cli_compare.py)."""
+"""docs/reference/json.md lists every key that `curate report`, `curate status` and
+`curate agree` print with `--format json` (`curate compare`'s: tests/cli/test_cli_compare.py)."""
 
 from __future__ import annotations
 
@@ -52,3 +52,16 @@ def test_every_status_key_is_documented(cli, tmp_path: Path) -> None:
     assert body["shards"], body  # the per-shard entries are checked too
     missing = keys(body) - documented("`curate status --format json`")
     assert not missing, f"printed by curate status but not in {JSON_DOC.name}: {missing}"
+
+
+def test_every_agree_key_is_documented(cli, tmp_path: Path) -> None:
+    run, regraded = tmp_path / "run", tmp_path / "exact"
+    assert cli(*FAKE_EVAL, "-n", "4", "-o", run).exit_code == 0
+    assert cli("grade", run, "--grader", "exact", "--out", regraded).exit_code == 0
+    result = cli("agree", run, regraded, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    body = json.loads(result.stdout)
+    # Outcome names are the keys of `outcomes` (a table of counts), not contract keys.
+    outcomes = {"always_correct", "always_incorrect", "mixed", "none"}
+    missing = keys(body) - documented("`curate agree --format json`") - outcomes
+    assert not missing, f"printed by curate agree but not in {JSON_DOC.name}: {missing}"
