@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.curate-setup-$(EXTRA)
 RUN ?= runs/demo
 
-.PHONY: setup test test-fast demo lint bench clean-demo
+.PHONY: setup test test-fast demo lint docs docs-serve bench clean-demo
 
 setup: $(STAMP)
 
@@ -19,7 +19,8 @@ ifeq ($(EXTRA),cpu)
 	$(BIN)/pip install --quiet "torch==2.13.0"
 endif
 	# ray: `curate eval --ray`; its tests run a real local Ray cluster (about 15 s to install).
-	$(BIN)/pip install --quiet -e ".[$(EXTRA),openai,ray,dev]"
+	# docs: mkdocs-material, for `make docs`.
+	$(BIN)/pip install --quiet -e ".[$(EXTRA),openai,ray,dev,docs]"
 ifeq ($(EXTRA),cpu)
 	# The registry's torchvision/torchaudio/torchcodec do not match the CPU torch
 	# and break transformers' model imports; curate needs none of them.
@@ -45,6 +46,15 @@ lint: setup
 	$(BIN)/ruff check curate tests benchmarks scripts
 	$(BIN)/ruff format --check curate tests benchmarks scripts
 	$(BIN)/mypy
+
+# The documentation site (docs/, mkdocs.yml) into site/. Strict: a broken link or anchor, a
+# command without a page, or an example with an option the command lacks fails the build.
+# The command pages' option tables are generated from the typer app while it builds.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --clean
+
+docs-serve: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
 
 bench: setup
 	$(BIN)/python benchmarks/bench_report.py

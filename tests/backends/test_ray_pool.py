@@ -39,6 +39,7 @@ from tests.conftest import (
     ARITHMETIC,
     TEST_ENGINE_OPTIONS,
     TINY_MODEL,
+    VLLM_DEVICE,
     chat_prompts_and_references,
     run_chat_eval,
 )
@@ -104,6 +105,10 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     armed = tmp_path_factory.mktemp("ray-hook") / "armed"
     ray.init(
         num_cpus=2,
+        # No GPUs in the test cluster, whatever the machine has: the fake replicas then
+        # reserve the same resources on every machine (with a GPU each they would wait
+        # for a second GPU that a one-GPU machine lacks).
+        num_gpus=0,
         include_dashboard=False,
         object_store_memory=256 << 20,
         log_to_driver=False,
@@ -221,6 +226,11 @@ def test_two_vllm_replicas_match_the_single_process_engine(
 ) -> None:
     """`curate eval --ray auto --replicas 2` on the CPU build: the same rollouts, scores
     and finish reasons as one engine in this process, for the same seeds."""
+    if VLLM_DEVICE == "gpu":
+        pytest.skip(
+            "the module's Ray cluster has no GPUs (so that the fake replicas reserve the "
+            "same on every machine); replicas of the CUDA build need a cluster with GPUs"
+        )
     prompts, refs = chat_prompts_and_references(ARITHMETIC, 40)
     sampling = SamplingConfig(temperature=1.0, max_tokens=16)
     _, alone = run_chat_eval(
@@ -240,7 +250,7 @@ def test_two_vllm_replicas_match_the_single_process_engine(
     assert manifest["engine_options"]["ray"] == "auto"
     assert manifest["engine_options"]["replicas"] == 2
     info = manifest["backend_info"]
-    assert info["executor"] == "ray" and info["replicas"] == 2 and info["device"] == "cpu"
+    assert info["executor"] == "ray" and info["replicas"] == 2 and info["device"] == VLLM_DEVICE
     assert info["model"] == str(TINY_MODEL)
     # The chat template as a replica reads it is the one the local engine reads.
     assert manifest["chat_template_sha256"] == vllm_backend.info().chat_template_sha256

@@ -1,4 +1,5 @@
-"""The real vLLM engine (CPU build) on the bundled tiny model."""
+"""The real vLLM engine on the bundled tiny model (the CPU build, or the CUDA build on a
+GPU machine: tests marked `gpu` run only there)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ import polars as pl
 import pytest
 
 from curate.backends.base import GenerationRequest, SamplingConfig
-from tests.conftest import ARITHMETIC, chat_prompts_and_references, run_chat_eval
+from tests.conftest import (
+    ARITHMETIC,
+    TINY_MODEL,
+    VLLM_DEVICE,
+    chat_prompts_and_references,
+    run_chat_eval,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -17,7 +24,7 @@ pytestmark = pytest.mark.slow
 def test_backend_reports_chat_template(vllm_backend: Any) -> None:
     info = vllm_backend.info()
     assert info.has_chat_template and len(info.chat_template_sha256) == 64
-    assert info.extra["device"] == "cpu"
+    assert info.extra["device"] == VLLM_DEVICE
 
 
 def test_full_eval_on_the_real_engine(vllm_backend: Any, tmp_path: Path) -> None:
@@ -64,3 +71,23 @@ def test_truncated_completions_are_flagged_and_graded(vllm_backend: Any, tmp_pat
     long = frame.filter(pl.col("finish_reason") == "length")
     assert long.height > 0 and long["truncated"].all()
     assert long["score"].null_count() == 0  # graded as they are, not retried or dropped
+
+
+@pytest.mark.gpu
+def test_the_cuda_build_sizes_its_cache_by_a_share_of_gpu_memory() -> None:
+    """The GPU path of `open_vllm`: a share of the GPU's memory for the engine
+    (--gpu-memory-utilization) instead of a fixed KV-cache size, and the rollouts made
+    on the GPU."""
+    from curate.backends.vllm_local import open_vllm
+
+    prompts, _ = chat_prompts_and_references(ARITHMETIC, 8)
+    reqs = [
+        GenerationRequest(sample_id=sid, prompt=p, n=4, first_run=0, seed=i)
+        for i, (sid, p) in enumerate(prompts.items())
+    ]
+    sampling = SamplingConfig(temperature=1.0, max_tokens=16)
+    with open_vllm(str(TINY_MODEL), seed=0, gpu_memory_utilization=0.2) as backend:
+        assert backend.info().extra["device"] == "gpu"
+        out = backend.generate(reqs, sampling, "chat")
+    assert [len(gens) for gens in out] == [4] * 8
+    assert all(g.error is None for gens in out for g in gens)

@@ -1,5 +1,5 @@
-"""The README's CI job, step by step: evaluate a candidate data set, then gate on its
-learnable share with the Markdown report appended to the job summary."""
+"""The CI job of docs/guides/ci-gating.md, step by step: evaluate a candidate data set,
+then gate on its learnable share with the Markdown report appended to the job summary."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 from curate.engine.evaluate import evaluate
 from tests.conftest import JSON_CONTRACT_KEYS, fake_eval_options
 
-# The JSON report's documented contract (README): keys may be added, never removed.
+# The JSON report's documented contract (docs/reference/json.md): keys may be added,
+# never removed.
 JSON_KEYS = JSON_CONTRACT_KEYS | {
     "unscored_samples",
     "error_rate",

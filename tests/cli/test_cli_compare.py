@@ -12,7 +12,8 @@ import pytest
 
 from tests.conftest import long_frame
 
-# The JSON contract of `curate compare --format json` (README): keys are only added.
+# The JSON contract of `curate compare --format json` (docs/reference/json.md): keys
+# are only added.
 COMPARE_KEYS = frozenset(
     {
         "runs",
@@ -297,13 +298,13 @@ def test_filter_against_a_run_with_fewer_samples(cli, tmp_path: Path) -> None:
     assert sorted(pl.read_ndjson(out)["sample_id"]) == ["a", "new"]
 
 
-def test_readme_lists_every_json_key(cli, runs: dict[str, Path]) -> None:
+def test_docs_list_every_json_key(cli, runs: dict[str, Path]) -> None:
     import re
 
     from tests.conftest import ROOT
 
-    text = (ROOT / "README.md").read_text()
-    section = text.split("### `curate compare --format json`", 1)[1].split("\n## ", 1)[0]
+    text = (ROOT / "docs" / "reference" / "json.md").read_text()
+    section = text.split("## `curate compare --format json`", 1)[1].split("\n## ", 1)[0]
     listed = {
         key
         for line in section.splitlines()

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 
 REWARD_MODEL = ROOT / "sample_data" / "tiny-reward"
 ROLLOUTS = Path(__file__).parent / "data" / "tiny_math_rollouts.jsonl"
-# Measured 0.953 on this file (README, "Reward models"); a wiring fault (the completion
+# Measured 0.953 on this file (docs/guides/reward-models.md); a wiring fault (the completion
 # not sent, the wrong label, the prompt dropped) gives about 0.5.
 MIN_AUC = 0.80
 
