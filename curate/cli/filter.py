@@ -257,8 +257,7 @@ def filter_samples(
         bool,
         typer.Option(
             "--allow-empty",
-            help="Write the export even when no sample is kept (else that is an error, "
-            "exit 1).",
+            help="Write the export even when no sample is kept (else that is an error, exit 1).",
             rich_help_panel=SELECT,
         ),
     ] = False,

@@ -8,9 +8,9 @@ of an export (and the rejects beside it) is renamed into place together, or none
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
-import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -128,9 +128,7 @@ class ExportBatch:
                 kinds[col] = "string"
         return kinds
 
-    def carried(
-        self, absorbs: Mapping[str, Role], taken: Sequence[str]
-    ) -> list[Carried]:
+    def carried(self, absorbs: Mapping[str, Role], taken: Sequence[str]) -> list[Carried]:
         """The input columns a format writes beside its own fields (`carry`)."""
         return carry(self.input_columns, self.input_roles, absorbs=absorbs, taken=taken)
 

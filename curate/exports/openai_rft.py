@@ -56,9 +56,7 @@ def rft_records(batch: ExportBatch) -> list[dict[str, Any]]:
                 f"sample {sid!r}: OpenAI RFT needs the last message to be from the user "
                 f"(it is {msgs[-1]['role'] if msgs else 'missing'!r})"
             )
-        records.append(
-            {"messages": msgs, ANSWER_KEY: answer, "sample_id": sid, **extra, **inputs}
-        )
+        records.append({"messages": msgs, ANSWER_KEY: answer, "sample_id": sid, **extra, **inputs})
     return records
 
 

@@ -214,9 +214,7 @@ def filter_run(
     rows = attach_fields(decisions, samples, id_field=id_field, source=data or run)
     moved = stat_collisions(samples.columns) if samples is not None else {}
     input_columns = (
-        [moved.get(c, c) for c in samples.columns if c != "_join_id"]
-        if samples is not None
-        else []
+        [moved.get(c, c) for c in samples.columns if c != "_join_id"] if samples is not None else []
     )
     kept = rows.filter(pl.col("kept")).drop("kept", "drop_reason")
     dropped = rows.filter(~pl.col("kept")).drop("kept")
