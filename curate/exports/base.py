@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -128,7 +128,9 @@ class ExportBatch:
                 kinds[col] = "string"
         return kinds
 
-    def carried(self, absorbs: Mapping[str, Role], taken: Sequence[str]) -> list[Carried]:
+    def carried(
+        self, absorbs: Mapping[str, Collection[Role]], taken: Sequence[str]
+    ) -> list[Carried]:
         """The input columns a format writes beside its own fields (`carry`)."""
         return carry(self.input_columns, self.input_roles, absorbs=absorbs, taken=taken)
 

@@ -17,7 +17,8 @@ from typing import Final, Literal
 INPUT_PREFIX: Final = "input_"
 
 # What a format's own field holds; an input column playing the same role is that field.
-Role = Literal["prompt", "answer", "data_source", "ability", "verl"]
+Role = Literal["messages", "prompt_text", "answer", "data_source", "ability", "verl"]
+PROMPT_ROLES: Final[tuple[Role, ...]] = ("messages", "prompt_text")
 
 
 @dataclass(frozen=True)
@@ -44,21 +45,21 @@ def carry(
     columns: Sequence[str],
     roles: Mapping[str, Role],
     *,
-    absorbs: Mapping[str, Role],
+    absorbs: Mapping[str, Collection[Role]],
     taken: Collection[str],
 ) -> list[Carried]:
     """The input `columns` to write, each with its name in the export.
 
     `roles` maps input columns to the role they played in the run; `absorbs` maps the
-    format's own fields to the role each plays: an input column whose name is such a
-    field, in the same role, is that field and is left out. Any other column whose
+    format's own fields to the roles each stands for: an input column whose name is
+    such a field, in one of those roles, is that field and is left out. Any other column whose
     name is `taken` (the names beside which the columns are written) is renamed.
     """
     used = set(taken)
     out: list[Carried] = []
     for column in columns:
         role = roles.get(column)
-        if role is not None and absorbs.get(column) == role:
+        if role is not None and role in absorbs.get(column, ()):
             continue
         name = free_name(column, used)
         used.add(name)

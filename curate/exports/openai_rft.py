@@ -30,7 +30,7 @@ from curate.exports.base import (
 from curate.exports.columns import Carried, Role
 
 ANSWER_KEY = "reference_answer"
-ABSORBS: dict[str, Role] = {"messages": "prompt", ANSWER_KEY: "answer"}
+ABSORBS: dict[str, tuple[Role, ...]] = {"messages": ("messages",), ANSWER_KEY: ("answer",)}
 
 
 def rft_carried(batch: ExportBatch) -> list[Carried]:

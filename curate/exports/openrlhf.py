@@ -31,12 +31,12 @@ from curate.exports.base import (
     file_export,
     write_jsonl_lines,
 )
-from curate.exports.columns import Carried, Role
+from curate.exports.columns import PROMPT_ROLES, Carried, Role
 
 INPUT_KEY = "input"
 LABEL_KEY = "label"
 DATASOURCE_KEY = "datasource"
-ABSORBS: dict[str, Role] = {INPUT_KEY: "prompt", LABEL_KEY: "answer"}
+ABSORBS: dict[str, tuple[Role, ...]] = {INPUT_KEY: PROMPT_ROLES, LABEL_KEY: ("answer",)}
 
 
 def openrlhf_carried(batch: ExportBatch) -> list[Carried]:

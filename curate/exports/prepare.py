@@ -87,9 +87,10 @@ def input_roles(
     roles: dict[str, Role] = {}
     present = set(columns)
     if fields is not None:
-        prompt = fields.messages_field or (fields.prompt_field if fields.template is None else None)
-        if prompt and prompt in present:
-            roles[prompt] = "prompt"
+        if fields.messages_field and fields.messages_field in present:
+            roles[fields.messages_field] = "messages"
+        elif fields.template is None and fields.prompt_field and fields.prompt_field in present:
+            roles[fields.prompt_field] = "prompt_text"
         answer = fields.answer_field
         if answer and answer in present:
             roles[answer] = "answer"

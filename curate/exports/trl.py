@@ -33,11 +33,11 @@ from curate.exports.base import (
     ExportResult,
     carried_note,
 )
-from curate.exports.columns import Carried, Role
+from curate.exports.columns import PROMPT_ROLES, Carried, Role
 from curate.store.atomic import atomic_dir, atomic_path
 
 SOLUTION = "solution"
-ABSORBS: dict[str, Role] = {"prompt": "prompt", SOLUTION: "answer"}
+ABSORBS: dict[str, tuple[Role, ...]] = {"prompt": PROMPT_ROLES, SOLUTION: ("answer",)}
 HF_EXTRA_HINT = "install the hf extra: pip install 'curate[hf]'"
 
 

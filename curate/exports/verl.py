@@ -48,12 +48,14 @@ if TYPE_CHECKING:
 REWARD_STYLE = "rule"
 COLUMNS = ("data_source", "prompt", "ability", "reward_model", "extra_info")
 # The input columns these fields stand for (not written again into extra_info).
-ABSORBS: dict[str, Role] = {
-    "data_source": "data_source",
-    "prompt": "prompt",
-    "ability": "ability",
-    "reward_model": "verl",
-    "extra_info": "verl",
+# A text prompt column stays in extra_info: verl hands reward functions extra_info, not
+# the prompt (a HumanEval reward needs the signature the completion continues).
+ABSORBS: dict[str, tuple[Role, ...]] = {
+    "data_source": ("data_source",),
+    "prompt": ("messages",),
+    "ability": ("ability",),
+    "reward_model": ("verl",),
+    "extra_info": ("verl",),
 }
 
 
