@@ -190,7 +190,7 @@ def regrade(opts: RegradeOptions, *, say: Any = None) -> RegradeResult:
         errors: dict[str, int] = {}
         for offset in range(0, rollouts.height, CHUNK_ROLLOUTS):
             chunk = rollouts.slice(offset, CHUNK_ROLLOUTS)
-            graded = _grade_chunk(chunk, grader, references, contexts, result)
+            graded = grade_chunk(chunk, grader, references, contexts, result)
             for message in graded["error"].drop_nulls().to_list():
                 errors[message] = errors.get(message, 0) + 1
             target.append(graded)
@@ -209,7 +209,7 @@ def regrade(opts: RegradeOptions, *, say: Any = None) -> RegradeResult:
     return result
 
 
-def _grade_chunk(
+def grade_chunk(
     chunk: pl.DataFrame,
     grader: Any,
     references: dict[str, object],
