@@ -73,7 +73,12 @@ def renamed_note(fmt: str, carried: Sequence[Carried], *, where: str = "") -> st
     if not moved:
         return None
     pairs = ", ".join(f"'{c.column}' as '{c.name}'" for c in moved)
-    return (
-        f"{fmt}: the input's {'column' if len(moved) == 1 else 'columns'} {pairs}"
-        f"{where} (the original name is a field {fmt} writes)"
+    what, why = (
+        ("column", "a field of that name")
+        if len(moved) == 1
+        else (
+            "columns",
+            "fields of those names",
+        )
     )
+    return f"{fmt}: kept the input's {what} {pairs}{where} ({fmt} writes {why})"

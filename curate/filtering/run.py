@@ -274,14 +274,14 @@ def filter_run(
             mode="completion" if manifest.get("mode") == "completion" else "chat",
             system=system if system is not None else manifest.get("system"),
             data_source=data_source,
-            default_source=default_data_source(manifest if data is None else None, data),
+            default_source=default_data_source(manifest, data),
             stats=stats,
             weights=weight_frame,
             weight_column=weight_column,
             source=weights_path or origin,
             input_columns=[c for c in input_columns if c in rows.columns],
             ability=ability,
-            default_ability=default_ability(manifest if data is None else None),
+            default_ability=default_ability(manifest),
         )
         if plan_frame is not None:  # every format carries the plan, like a statistic
             batch = replace(batch, stat_columns=(*batch.stat_columns, "planned_rollouts"))
