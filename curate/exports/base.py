@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from curate.core.prompts import Message, Mode
 from curate.errors import UsageError
 from curate.exports.columns import Carried, Role, carry, renamed_note
-from curate.exports.kind import DEFAULT_ABILITY
+from curate.exports.kind import DEFAULT_ABILITY, Kind
 from curate.store.atomic import atomic_path
 
 if TYPE_CHECKING:
@@ -68,6 +68,8 @@ class ExportBatch:
     data source or ability the export uses (see `curate.exports.columns`)."""
     ability: str = DEFAULT_ABILITY
     """The task family for rows without their own (verl's `ability`)."""
+    kind: Kind | None = None
+    """The run's kind of task (`curate.exports.kind`), when it says."""
 
     @property
     def height(self) -> int:

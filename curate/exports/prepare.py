@@ -19,7 +19,7 @@ from curate.exports.base import (
     answer_text,
 )
 from curate.exports.columns import Role
-from curate.exports.kind import DEFAULT_ABILITY, ability_for, task_kind
+from curate.exports.kind import DEFAULT_ABILITY, Kind, ability_for, task_kind
 from curate.filtering import STAT_COLUMNS
 
 if TYPE_CHECKING:
@@ -166,6 +166,7 @@ def prepare_batch(
     input_columns: Sequence[str] | None = None,
     ability: str | None = None,
     default_ability: str = DEFAULT_ABILITY,
+    kind: Kind | None = None,
 ) -> ExportBatch:
     """Everything the writers need from the kept rows.
 
@@ -173,9 +174,10 @@ def prepare_batch(
     Without `fields` there are no prompts, and only the generic formats can be
     written. `data_source` given wins; else a `data_source` column of the input;
     else `default_source`; `ability` likewise (given, an `ability` column, then
-    `default_ability`). `input_columns` are the columns of `rows` that came from the
-    input samples, which every format carries (default: all but `sample_id` and the
-    statistics). `stats=False` leaves every statistics column out.
+    `default_ability`); `kind` is the run's kind of task. `input_columns` are the
+    columns of `rows` that came from the input samples, which every format carries
+    (default: all but `sample_id` and the statistics). `stats=False` leaves every
+    statistics column out.
     """
     import polars as pl
 
@@ -217,4 +219,5 @@ def prepare_batch(
             ability_named=ability is not None,
         ),
         ability=ability or default_ability,
+        kind=kind,
     )

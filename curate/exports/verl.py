@@ -15,9 +15,14 @@ what it needs from the row: verl calls `compute_score(data_source, solution_str,
 ground_truth, extra_info)` (verl/utils/reward_score/__init__.py, and a
 `custom_reward_function` receives the same arguments) with `ground_truth` from
 `reward_model` and `extra_info` from this column. For a code set the reference, and so
-`ground_truth`, is the tests column (HumanEval's `test` program, MBPP's assert list, APPS's
-`input_output` JSON, which is what verl's own `prime_code` scorer reads), and
-`extra_info` holds `entry_point`, the prompt and the rest.
+`ground_truth`, is the tests column (HumanEval's `test` program, MBPP's assert list), and
+`extra_info` holds `entry_point`, the prompt and the rest. Tests given as stdin/stdout
+pairs in any layout the code grader reads (APPS/TACO's `input_output`, CodeContests' and
+LiveCodeBench's lists of `{input, output}`) are written as `{"inputs": [...], "outputs":
+[...]}`, the JSON verl's own code scorers parse from `ground_truth` (`prime_code` and
+`sandbox_fusion`, which verl's `default_compute_score` calls for the data sources
+codecontests, apps, codeforces and taco); call-based APPS tests (`fn_name`) stay as given,
+already in that form.
 
 `ability` is the kind of task (code, math, multiple_choice; from the run's layout or
 grader) unless --ability names it; `data_source` likewise, unless --data-source names
@@ -112,7 +117,7 @@ def verl_frame(batch: ExportBatch) -> pl.DataFrame:
         pl.Series("_sample_id", batch.sample_ids, dtype=pl.String),
         pl.Series("_data_source", batch.data_sources(), dtype=pl.String),
         pl.Series("_prompt", [chat_messages(p) for p in batch.chat_prompts], dtype=message_dtype()),
-        pl.Series("_ground_truth", batch.answers, dtype=pl.String),
+        pl.Series("_ground_truth", verl_ground_truths(batch), dtype=pl.String),
     )
     return frame.select(
         pl.col("_data_source").alias("data_source"),
@@ -123,6 +128,38 @@ def verl_frame(batch: ExportBatch) -> pl.DataFrame:
         ),
         pl.struct(*ours, *kept).alias("extra_info"),
     )
+
+
+def verl_ground_truths(batch: ExportBatch) -> list[str | None]:
+    """The references as `reward_model.ground_truth`: as text, and for a code run's
+    stdin/stdout tests as verl's `{"inputs", "outputs"}` JSON."""
+    assert batch.answers is not None
+    if batch.kind != "code" or batch.answer_field is None:
+        return list(batch.answers)
+    import json
+
+    from curate.data.samples import field_values
+    from curate.graders.base import GradingError
+    from curate.graders.code import read_tests
+
+    raw = field_values(batch.rows, batch.answer_field).to_list()
+    out: list[str | None] = []
+    for value, text in zip(raw, batch.answers, strict=True):
+        try:
+            suite = read_tests(value, None)
+        except GradingError:
+            suite = None
+        if suite is None or suite.layout != "stdio":
+            out.append(text)
+            continue
+        cases = suite.cases
+        out.append(
+            json.dumps(
+                {"inputs": [c.stdin for c in cases], "outputs": [c.expected for c in cases]},
+                ensure_ascii=False,
+            )
+        )
+    return out
 
 
 def _struct_fields(rows: pl.DataFrame, column: str) -> dict[str, pl.DataType]:

@@ -140,6 +140,7 @@ def filter_run(
         prepare_batch,
         write_export,
     )
+    from curate.exports.kind import task_kind
     from curate.filtering import curriculum
     from curate.filtering.select import attach_fields, decide, stat_collisions
     from curate.filtering.weights import check_weight_default, table_weights
@@ -282,6 +283,7 @@ def filter_run(
             input_columns=[c for c in input_columns if c in rows.columns],
             ability=ability,
             default_ability=default_ability(manifest),
+            kind=task_kind(manifest),
         )
         if plan_frame is not None:  # every format carries the plan, like a statistic
             batch = replace(batch, stat_columns=(*batch.stat_columns, "planned_rollouts"))

@@ -301,3 +301,78 @@ def test_a_failed_write_removes_the_directory_it_made(
     result = cli("filter", math_run, "--keep", "all", "--format", "verl", "-o", out)
     assert result.exit_code != 0 and "No space left on device" in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def livecodebench_rows() -> list[dict[str, Any]]:
+    """LiveCodeBench's layout: question_content, public_test_cases as a JSON string of
+    {input, output, testtype}."""
+    rows = []
+    for i in range(3):
+        cases = [
+            {"input": f"{a} {a + i}\n", "output": f"{a * (a + i)}\n", "testtype": "stdin"}
+            for a in (2, 5)
+        ]
+        rows.append(
+            {
+                "question_id": f"lcb-{i}",
+                "question_content": f"Read two integers and print their product ({i}).",
+                "public_test_cases": json.dumps(cases),
+                "difficulty": "easy",
+            }
+        )
+    return rows
+
+
+PRODUCT = "a, b = map(int, input().split())\nprint(a * b)\n"
+
+
+def verl_stdio_score(
+    data_source: str, solution_str: str, ground_truth: str, extra_info: dict[str, Any]
+) -> float:
+    """A reward function in the shape of verl's built-in code scorers: `ground_truth`
+    is the JSON {"inputs", "outputs"} they parse; each input on stdin, the output
+    compared line by line (curate's sandbox runs the program)."""
+    assert data_source == "codecontests"
+    tests = json.loads(ground_truth)
+    for stdin, expected in zip(tests["inputs"], tests["outputs"], strict=True):
+        result = run_program(solution_str, stdin=stdin, mode="stdio")
+        if result.status != "ok" or result.stdout.split() != expected.split():
+            return 0.0
+    return 1.0
+
+
+def test_stdio_tests_reach_verl_as_inputs_and_outputs(cli, tmp_path: Path) -> None:
+    data = tmp_path / "lcb.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in livecodebench_rows()))
+    answers = {r["question_content"]: (PRODUCT, 0.5) for r in livecodebench_rows()}
+    run = tmp_path / "run"
+    evaluate(
+        fake_eval_options(
+            data, run, answers, grader="code", runs=4, prompt_field="question_content"
+        )
+    )
+    out = tmp_path / "v.parquet"
+    args = ("--keep", "all", "--format", "verl", "--data-source", "codecontests")
+    result = cli("filter", run, *args, "-o", out)
+    assert result.exit_code == 0, result.stderr
+    rows = pq.read_table(out).to_pylist()
+    source = {r["question_id"]: r for r in livecodebench_rows()}
+    assert len(rows) == len(source)
+    for row in rows:
+        assert row["ability"] == "code" and row["data_source"] == "codecontests"
+        original = source[row["extra_info"]["question_id"]]
+        cases = json.loads(original["public_test_cases"])
+        truth = json.loads(row["reward_model"]["ground_truth"])
+        assert truth == {
+            "inputs": [c["input"] for c in cases],
+            "outputs": [c["output"] for c in cases],
+        }
+        # The original column is kept as it was.
+        assert row["extra_info"]["public_test_cases"] == original["public_test_cases"]
+        args_of = {
+            "data_source": row["data_source"],
+            "ground_truth": row["reward_model"]["ground_truth"],
+            "extra_info": row["extra_info"],
+        }
+        assert verl_stdio_score(solution_str=PRODUCT, **args_of) == 1.0
+        assert verl_stdio_score(solution_str="print(0)\n", **args_of) == 0.0
