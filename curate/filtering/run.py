@@ -311,7 +311,8 @@ def filter_run(
     notes: list[str] = []
     if moved:
         pairs = ", ".join(f"'{a}' as '{b}'" for a, b in moved.items())
-        notes.append(f"note: kept the input's {pairs} (curate's statistics take those names)")
+        what, names = ("column", "that name") if len(moved) == 1 else ("columns", "those names")
+        notes.append(f"note: kept the input's {what} {pairs} (curate's statistics take {names})")
     # Every output file and the rejects appear together or not at all, in a directory
     # made for them when needed (and removed again when the write fails).
     written_paths: list[Path] = []
