@@ -9,6 +9,7 @@ and the exports fall back to the data set's name and `DEFAULT_ABILITY`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
@@ -65,7 +66,8 @@ def _layout_kind(layout: object) -> Kind | None:
     name = layout.strip().lower().replace("-", "_")
     if name in KINDS:
         return name  # type: ignore[return-value]
-    words = set(name.replace("/", "_").replace(".", "_").split("_"))
+    # Whole words and their letter runs: "math500" and "aime_2024" name their family.
+    words = set(re.split(r"[^a-z0-9]+", name)) | set(re.findall(r"[a-z]+", name))
     for kind, known in _LAYOUT_WORDS:
         if words & set(known):
             return kind

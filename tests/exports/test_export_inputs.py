@@ -163,6 +163,10 @@ def test_trl_keeps_maths_worked_solution_beside_the_reference(
         ({"grader": "numeric", "layout": "mmlu"}, "multiple_choice"),
         ({"grader": "exact", "layout": "humaneval"}, "code"),
         ({"grader": "exact", "layout": "arc_challenge"}, "multiple_choice"),
+        ({"grader": "exact", "layout": "MATH500"}, "math"),
+        ({"grader": "exact", "layout": "aime-2024"}, "math"),
+        ({"grader": "exact", "layout": "livecodebench/v5"}, "code"),
+        ({"grader": "exact", "layout": "search"}, None),  # a word inside is not a family
         ({"grader": "exact", "layout": {"name": "gsm8k"}}, "math"),
         ({"grader": "choice", "layout": {"kind": "code"}}, "code"),
         ({"grader": "math", "layout": "chat_messages"}, "math"),  # says nothing: the grader
