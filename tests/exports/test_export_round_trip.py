@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from curate.data.samples import load_samples, prompts_by_id, references_by_id
+from curate.data.samples import load_samples, prompts_by_id, references_by_id, resolve_fields
 from curate.exports.base import answer_text
 from curate.store.run_dir import RolloutStore
 
@@ -55,10 +55,9 @@ def test_an_export_reads_back_with_the_same_prompts_and_references(
     assert result.exit_code == 0, result.stderr
     samples = RolloutStore(chat_run).read_samples()
     assert samples is not None
-    want_prompts = prompts_by_id(
-        samples, load_samples(chat_run / "samples.parquet")[1], "chat", system=SYSTEM
-    )
-    want_refs = {s: answer_text(v) for s, v in references_by_id(*_fields(samples)).items()}
+    run_fields = resolve_fields(samples, id_field="sample_id")  # what the run read
+    want_prompts = prompts_by_id(samples, run_fields, "chat", system=SYSTEM)
+    want_refs = {s: answer_text(v) for s, v in references_by_id(samples, run_fields).items()}
 
     frame, fields = load_samples(out)  # curate eval's reader, default options
     trainer = fmt not in ("jsonl", "parquet")  # the generic forms hold no system prompt
@@ -69,9 +68,3 @@ def test_an_export_reads_back_with_the_same_prompts_and_references(
     for sid, (got_id, prompt) in zip(ids, got_prompts.items(), strict=True):
         assert list(prompt) == list(want_prompts[sid]), (fmt, sid)
         assert answer_text(got_refs[got_id]) == want_refs[sid], (fmt, sid)
-
-
-def _fields(samples: pl.DataFrame) -> tuple[pl.DataFrame, object]:
-    from curate.data.samples import resolve_fields
-
-    return samples, resolve_fields(samples, id_field="sample_id")
