@@ -188,11 +188,11 @@ def grade_completions(
     from curate.engine.preflight import preflight
     from curate.engine.regrade import (
         RegradeResult,
-        _abandon,
-        _partial_dir,
-        _prepare_partial,
-        _swap_in,
+        abandon_build,
         grade_chunk,
+        partial_dir,
+        prepare_partial,
+        swap_in,
     )
     from curate.engine.runner import sample_contexts
     from curate.engine.settings import EvalSettings
@@ -205,15 +205,15 @@ def grade_completions(
     frame, ids, texts = read_completions(
         completions, id_column=id_column, completion_column=completion_column
     )
-    partial = _partial_dir(out)
+    partial = partial_dir(out)
     made = _missing_ancestors(partial)
     if opts.judge is not None:  # paid judgements are kept in the build, as a re-grade does
         opts = replace(opts, judge=replace(opts.judge, cache_path=partial / CACHE_FILE))
-    _prepare_partial(partial, out)
+    prepare_partial(partial, out)
     try:
         pf = preflight(opts)
     except BaseException:
-        _abandon(partial)
+        abandon_build(partial)
         _remove_empty(made)
         raise
     try:
@@ -309,9 +309,9 @@ def grade_completions(
         if usage is not None:
             manifest["judge_usage"] = usage
         target.write_manifest(manifest)
-        _swap_in(partial, out)
+        swap_in(partial, out)
     except BaseException:
-        _abandon(partial)
+        abandon_build(partial)
         _remove_empty(made)
         raise
     finally:
