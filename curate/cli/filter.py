@@ -238,11 +238,29 @@ def filter_samples(
         typer.Option(
             metavar="NAME",
             help="data_source of verl/OpenRLHF rows \\[default: the input's data_source "
-            "column, else the data set's file name].",
+            "column, else the kind of task, else the data set's file name].",
             show_default=False,
             rich_help_panel=FORMATS,
         ),
     ] = None,
+    ability: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME",
+            help="ability of verl rows \\[default: the input's ability column, else the "
+            "kind of task: code, math or multiple_choice].",
+            show_default=False,
+            rich_help_panel=FORMATS,
+        ),
+    ] = None,
+    allow_empty: Annotated[
+        bool,
+        typer.Option(
+            "--allow-empty",
+            help="Write the export even when no sample is kept (else that is an error, exit 1).",
+            rich_help_panel=SELECT,
+        ),
+    ] = False,
     data: Annotated[
         Path | None,
         typer.Option(
@@ -307,6 +325,8 @@ def filter_samples(
         plan=plan,
         weight_column=weight_column,
         data_source=data_source,
+        ability=ability,
+        allow_empty=allow_empty,
         prompt_field=prompt_field,
         answer_field=answer_field,
         template=template,

@@ -150,11 +150,18 @@ def ingest(
         model=model,
         force=force,
     )
-    total = result.rollouts + result.unmatched_rollouts
+    left_out = [
+        f"{n} {what}"
+        for n, what in (
+            (result.unmatched_rollouts, "matched no sample"),
+            (result.ambiguous_rollouts, "matched several"),
+        )
+        if n
+    ]
     print(
         f"ingest: {len(result.runs)} run(s) from {result.format} files, "
-        f"score {result.score_field!r}; {result.rollouts} of {total} rollouts matched to "
-        f"samples of {data}"
+        f"score {result.score_field!r}; {result.rollouts} of {result.read_rollouts} rollouts "
+        f"matched to samples of {data}" + (f" ({', '.join(left_out)})" if left_out else "")
     )
     methods = ", ".join(f"{count} {how}" for how, count in sorted(result.matched_by.items()))
     print(f"  prompts matched: {methods or 'none'}")

@@ -73,7 +73,7 @@ class RegradeResult:
     error_messages: dict[str, int] = field(default_factory=dict)
 
 
-def _partial_dir(out: Path) -> Path:
+def partial_dir(out: Path) -> Path:
     return out.parent / f".{out.name}.partial"
 
 
@@ -152,11 +152,11 @@ def regrade(opts: RegradeOptions, *, say: Any = None) -> RegradeResult:
     if rollouts is None or rollouts.height == 0:
         raise InputError("the run has no rollouts to grade", path=opts.source)
 
-    partial = _partial_dir(opts.out)
+    partial = partial_dir(opts.out)
     judge = opts.judge
     if judge is not None:
         judge = replace(judge, cache_path=partial / CACHE_FILE)
-    _prepare_partial(partial, opts.out)
+    prepare_partial(partial, opts.out)
     try:
         grader = get_grader(
             opts.grader,
@@ -167,7 +167,7 @@ def regrade(opts: RegradeOptions, *, say: Any = None) -> RegradeResult:
             judge=judge,
         )
     except BaseException:
-        _abandon(partial)
+        abandon_build(partial)
         raise
     result = RegradeResult(out=opts.out)
     try:
@@ -190,7 +190,7 @@ def regrade(opts: RegradeOptions, *, say: Any = None) -> RegradeResult:
         errors: dict[str, int] = {}
         for offset in range(0, rollouts.height, CHUNK_ROLLOUTS):
             chunk = rollouts.slice(offset, CHUNK_ROLLOUTS)
-            graded = _grade_chunk(chunk, grader, references, contexts, result)
+            graded = grade_chunk(chunk, grader, references, contexts, result)
             for message in graded["error"].drop_nulls().to_list():
                 errors[message] = errors.get(message, 0) + 1
             target.append(graded)
@@ -200,16 +200,16 @@ def regrade(opts: RegradeOptions, *, say: Any = None) -> RegradeResult:
         result.judge_usage = judge_usage_of(grader)
         target.write_manifest(_manifest(manifest, opts, grader, result))
     except BaseException:
-        _abandon(partial)
+        abandon_build(partial)
         raise
     finally:
         grader.close()
-    _swap_in(partial, opts.out)
+    swap_in(partial, opts.out)
     result.seconds = time.perf_counter() - started
     return result
 
 
-def _grade_chunk(
+def grade_chunk(
     chunk: pl.DataFrame,
     grader: Any,
     references: dict[str, object],
@@ -297,7 +297,7 @@ def _manifest(
     return body
 
 
-def _prepare_partial(partial: Path, out: Path) -> None:
+def prepare_partial(partial: Path, out: Path) -> None:
     """An empty build directory, keeping a failed attempt's judge cache (paid calls) and
     taking an earlier re-grade's at OUT."""
     cache = partial / CACHE_FILE
@@ -313,7 +313,7 @@ def _prepare_partial(partial: Path, out: Path) -> None:
         cache.write_bytes(data)
 
 
-def _abandon(partial: Path) -> None:
+def abandon_build(partial: Path) -> None:
     """Remove a failed build, all but its judge cache (and the directory when that is
     all there was)."""
     if not partial.is_dir():
@@ -329,7 +329,7 @@ def _abandon(partial: Path) -> None:
         partial.rmdir()
 
 
-def _swap_in(partial: Path, out: Path) -> None:
+def swap_in(partial: Path, out: Path) -> None:
     """Rename the finished build to OUT (an existing OUT, already allowed, is replaced)."""
     old = None
     if out.exists():

@@ -15,6 +15,7 @@ from curate.exports.base import (
     ExportResult,
 )
 from curate.exports.prepare import (
+    default_ability,
     default_data_source,
     export_fields,
     join_weights,
@@ -36,6 +37,7 @@ __all__ = [
     "ExportBatch",
     "ExportFormat",
     "ExportResult",
+    "default_ability",
     "default_data_source",
     "export_fields",
     "format_for_output",

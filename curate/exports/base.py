@@ -8,16 +8,20 @@ of an export (and the rejects beside it) is renamed into place together, or none
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from curate.core.prompts import Message, Mode
 from curate.errors import UsageError
+from curate.exports.columns import Carried, Role, carry, renamed_note
+from curate.exports.kind import DEFAULT_ABILITY, Kind
 from curate.store.atomic import atomic_path
 
 if TYPE_CHECKING:
@@ -28,7 +32,6 @@ if TYPE_CHECKING:
 TRAINER_STATS: tuple[str, ...] = ("pass_rate", "smoothed_pass_rate", "variance", "n_rollouts")
 DEFAULT_WEIGHT_COLUMN = "weight"
 DEFAULT_DATA_SOURCE = "curate"
-DEFAULT_ABILITY = "math"
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -58,6 +61,15 @@ class ExportBatch:
     """Statistics to carry, each a column of `rows` (empty: none)."""
     weight_column: str | None = None
     """The per-sample weight column of `rows`, when weights were given."""
+    input_columns: tuple[str, ...] = ()
+    """The columns of `rows` that came from the input samples, in their order."""
+    input_roles: Mapping[str, Role] = field(default_factory=dict)
+    """Input column -> the role it played: the prompt's or the reference's column, the
+    data source or ability the export uses (see `curate.exports.columns`)."""
+    ability: str = DEFAULT_ABILITY
+    """The task family for rows without their own (verl's `ability`)."""
+    kind: Kind | None = None
+    """The run's kind of task (`curate.exports.kind`), when it says."""
 
     @property
     def height(self) -> int:
@@ -117,6 +129,22 @@ class ExportBatch:
             else:
                 kinds[col] = "string"
         return kinds
+
+    def carried(
+        self, absorbs: Mapping[str, Collection[Role]], taken: Sequence[str]
+    ) -> list[Carried]:
+        """The input columns a format writes beside its own fields (`carry`)."""
+        return carry(self.input_columns, self.input_roles, absorbs=absorbs, taken=taken)
+
+    def input_records(self, carried: Sequence[Carried]) -> list[dict[str, Any]]:
+        """Per row: {export name: input value, ...}, JSON-safe."""
+        if not carried:
+            return [{} for _ in range(self.height)]
+        frame = self.rows.select([c.column for c in carried])
+        return [
+            {c.name: jsonable(row[c.column]) for c in carried}
+            for row in frame.iter_rows(named=True)
+        ]
 
     def extra_records(self) -> list[dict[str, Any]]:
         """Per row: {statistic: value, ..., weight: value}, JSON-safe (NaN -> None)."""
@@ -184,6 +212,32 @@ def _content(value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False) if isinstance(value, (list, dict)) else str(value)
+
+
+def jsonable(value: Any) -> Any:
+    """An input value as JSON: nested lists and objects kept, NaN as null, dates as
+    ISO 8601 text, decimals as numbers, anything else as its text."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return json_safe(value)
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return json_safe(float(value))
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    return str(value)
+
+
+def carried_note(fmt: str, carried: Sequence[Carried], *, where: str = "") -> list[str]:
+    """The terminal line for renamed input columns, as a list (empty when none)."""
+    note = renamed_note(fmt, carried, where=where)
+    return [] if note is None else [note]
 
 
 def json_safe(value: Any) -> Any:

@@ -10,6 +10,8 @@ input may be a message list (or a string it wraps as one user message). So:
     label       the reference answer, as text
     datasource  the data set name
     sample_id, pass_rate, smoothed_pass_rate, variance, n_rollouts[, weight]
+    every column of the input under its own name (`input_NAME` where one of the keys
+    above has it), for a remote reward server or custom reward function to read
 
 Train with `--input_key input --label_key label` (plus `--apply_chat_template` for
 chat-mode runs); the command prints that line.
@@ -25,13 +27,21 @@ from curate.exports.base import (
     ExportBatch,
     ExportFormat,
     ExportResult,
+    carried_note,
     file_export,
     write_jsonl_lines,
 )
+from curate.exports.columns import PROMPT_ROLES, Carried, Role
 
 INPUT_KEY = "input"
 LABEL_KEY = "label"
 DATASOURCE_KEY = "datasource"
+ABSORBS: dict[str, tuple[Role, ...]] = {INPUT_KEY: PROMPT_ROLES, LABEL_KEY: ("answer",)}
+
+
+def openrlhf_carried(batch: ExportBatch) -> list[Carried]:
+    own = [INPUT_KEY, LABEL_KEY, DATASOURCE_KEY, "sample_id", *batch.extra_columns()]
+    return batch.carried(ABSORBS, own)
 
 
 def trainer_flags(batch: ExportBatch) -> str:
@@ -44,12 +54,13 @@ def openrlhf_records(batch: ExportBatch) -> list[dict[str, Any]]:
     batch.require_prompts("--format openrlhf")
     assert batch.answers is not None
     records = []
-    for prompt, answer, source, sid, extra in zip(
+    for prompt, answer, source, sid, extra, inputs in zip(
         batch.trainer_prompts(),
         batch.answers,
         batch.data_sources(),
         batch.sample_ids,
         batch.extra_records(),
+        batch.input_records(openrlhf_carried(batch)),
         strict=True,
     ):
         records.append(
@@ -59,6 +70,7 @@ def openrlhf_records(batch: ExportBatch) -> list[dict[str, Any]]:
                 DATASOURCE_KEY: source,
                 "sample_id": sid,
                 **extra,
+                **inputs,
             }
         )
     return records
@@ -66,12 +78,14 @@ def openrlhf_records(batch: ExportBatch) -> list[dict[str, Any]]:
 
 def write(batch: ExportBatch, output: Path, stack: ExitStack) -> ExportResult:
     records = openrlhf_records(batch)
-    return file_export(
+    result = file_export(
         output,
         stack,
         lambda tmp: write_jsonl_lines(records, tmp),
         note=f"openrlhf: --prompt_data {output} {trainer_flags(batch)}",
     )
+    result.notes.extend(carried_note("openrlhf", openrlhf_carried(batch)))
+    return result
 
 
 FORMAT = ExportFormat(

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,8 @@ from curate.exports.base import (
     ExportBatch,
     answer_text,
 )
+from curate.exports.columns import Role
+from curate.exports.kind import DEFAULT_ABILITY, Kind, ability_for, task_kind
 from curate.filtering import STAT_COLUMNS
 
 if TYPE_CHECKING:
@@ -57,11 +59,49 @@ def export_fields(
 def default_data_source(
     manifest: Mapping[str, Any] | None, data: str | os.PathLike[str] | None
 ) -> str:
-    """The data set's name: the file `curate eval` read, else --data, else "curate"."""
+    """The kind of task the run graded (`curate.exports.kind`: code, math,
+    multiple_choice); when the run does not tell, the data set's name: the file
+    `curate eval` read, else --data, else "curate"."""
+    kind = task_kind(manifest)
+    if kind is not None:
+        return kind
     path = (manifest or {}).get("dataset_path") or data
     if not path:
         return DEFAULT_DATA_SOURCE
     return Path(str(path).rstrip("/")).stem or DEFAULT_DATA_SOURCE
+
+
+def default_ability(manifest: Mapping[str, Any] | None) -> str:
+    """verl's `ability` for the run's kind of task (`DEFAULT_ABILITY` when unknown)."""
+    return ability_for(task_kind(manifest))
+
+
+def input_roles(
+    columns: Sequence[str],
+    fields: FieldMap | None,
+    *,
+    data_source_named: bool,
+    ability_named: bool,
+) -> dict[str, Role]:
+    """Input column -> the role it played in the run (`curate.exports.columns`)."""
+    roles: dict[str, Role] = {}
+    present = set(columns)
+    if fields is not None:
+        if fields.messages_field and fields.messages_field in present:
+            roles[fields.messages_field] = "messages"
+        elif fields.template is None and fields.prompt_field and fields.prompt_field in present:
+            roles[fields.prompt_field] = "prompt_text"
+        answer = fields.answer_field
+        if answer and answer in present:
+            roles[answer] = "answer"
+    if "data_source" in present and not data_source_named:
+        roles["data_source"] = "data_source"
+    if "ability" in present and not ability_named:
+        roles["ability"] = "ability"
+    for column in ("reward_model", "extra_info"):
+        if column in present:
+            roles.setdefault(column, "verl")
+    return roles
 
 
 def require_weight_columns(weights: pl.DataFrame, *, source: object = None) -> None:
@@ -123,15 +163,26 @@ def prepare_batch(
     weights: pl.DataFrame | None = None,
     weight_column: str = DEFAULT_WEIGHT_COLUMN,
     source: object = None,
+    input_columns: Sequence[str] | None = None,
+    ability: str | None = None,
+    default_ability: str = DEFAULT_ABILITY,
+    kind: Kind | None = None,
 ) -> ExportBatch:
     """Everything the writers need from the kept rows.
 
     `rows` are the kept samples (original fields and statistics, with `sample_id`).
     Without `fields` there are no prompts, and only the generic formats can be
     written. `data_source` given wins; else a `data_source` column of the input;
-    else `default_source`. `stats=False` leaves every statistics column out.
+    else `default_source`; `ability` likewise (given, an `ability` column, then
+    `default_ability`); `kind` is the run's kind of task. `input_columns` are the
+    columns of `rows` that came from the input samples, which every format carries
+    (default: all but `sample_id` and the statistics). `stats=False` leaves every
+    statistics column out.
     """
     import polars as pl
+
+    if input_columns is None:
+        input_columns = [c for c in rows.columns if c not in STAT_COLUMNS]
 
     rows = join_weights(rows, weights, column=weight_column, source=source)
     if not stats:
@@ -160,4 +211,13 @@ def prepare_batch(
         row_data_sources=row_sources,
         stat_columns=TRAINER_STATS if stats else (),
         weight_column=weight_column if weights is not None else None,
+        input_columns=tuple(c for c in input_columns if c != "sample_id"),
+        input_roles=input_roles(
+            list(input_columns),
+            fields,
+            data_source_named=data_source is not None,
+            ability_named=ability is not None,
+        ),
+        ability=ability or default_ability,
+        kind=kind,
     )

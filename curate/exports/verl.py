@@ -7,9 +7,26 @@ The layout of verl's own preprocessing scripts (examples/data_preprocess/gsm8k.p
     ability       string   the task family ("math", ...)
     reward_model  struct<style, ground_truth>   style "rule"; ground_truth the reference
     extra_info    struct<index, sample_id, pass_rate, smoothed_pass_rate, variance,
-                         n_rollouts[, weight], ...>
+                         n_rollouts[, weight], ..., every other input column>
 
-A verl input (curate eval on a verl Parquet file) keeps its own `data_source`,
+Every column of the input is in `extra_info` under its own name (renamed to
+`input_NAME` only where curate's own field has that name), so a reward function gets
+what it needs from the row: verl calls `compute_score(data_source, solution_str,
+ground_truth, extra_info)` (verl/utils/reward_score/__init__.py, and a
+`custom_reward_function` receives the same arguments) with `ground_truth` from
+`reward_model` and `extra_info` from this column. For a code set the reference, and so
+`ground_truth`, is the tests column (HumanEval's `test` program, MBPP's assert list), and
+`extra_info` holds `entry_point`, the prompt and the rest. Tests given as stdin/stdout
+pairs in any layout the code grader reads (APPS/TACO's `input_output`, CodeContests' and
+LiveCodeBench's lists of `{input, output}`) are written as `{"inputs": [...], "outputs":
+[...]}`, the JSON verl's own code scorers parse from `ground_truth` (`prime_code` and
+`sandbox_fusion`, which verl's `default_compute_score` calls for the data sources
+codecontests, apps, codeforces and taco); call-based APPS tests (`fn_name`) stay as given,
+already in that form.
+
+`ability` is the kind of task (code, math, multiple_choice; from the run's layout or
+grader) unless --ability names it; `data_source` likewise, unless --data-source names
+it. A verl input (curate eval on a verl Parquet file) keeps its own `data_source`,
 `ability`, `reward_model.style` and `extra_info` fields; curate adds its own to
 `extra_info` (its `index` is kept when present).
 """
@@ -21,25 +38,43 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from curate.exports.base import (
-    DEFAULT_ABILITY,
     ExportBatch,
     ExportFormat,
     ExportResult,
+    carried_note,
     chat_messages,
     file_export,
 )
+from curate.exports.columns import Carried, Role
 
 if TYPE_CHECKING:
     import polars as pl
 
 REWARD_STYLE = "rule"
 COLUMNS = ("data_source", "prompt", "ability", "reward_model", "extra_info")
+# The input columns these fields stand for (not written again into extra_info).
+# A text prompt column stays in extra_info: verl hands reward functions extra_info, not
+# the prompt (a HumanEval reward needs the signature the completion continues).
+ABSORBS: dict[str, tuple[Role, ...]] = {
+    "data_source": ("data_source",),
+    "prompt": ("messages",),
+    "ability": ("ability",),
+    "reward_model": ("verl",),
+    "extra_info": ("verl",),
+}
 
 
 def message_dtype() -> pl.DataType:
     import polars as pl
 
     return pl.List(pl.Struct({"role": pl.String, "content": pl.String}))
+
+
+def verl_carried(batch: ExportBatch) -> list[Carried]:
+    """The input columns written into extra_info, beside curate's and the input's own
+    extra_info fields."""
+    own = ["index", "sample_id", *batch.extra_columns(), *_struct_fields(batch.rows, "extra_info")]
+    return batch.carried(ABSORBS, own)
 
 
 def verl_frame(batch: ExportBatch) -> pl.DataFrame:
@@ -66,6 +101,7 @@ def verl_frame(batch: ExportBatch) -> pl.DataFrame:
         for name in original
         if name not in names
     ]
+    kept += [pl.col(c.column).alias(c.name) for c in verl_carried(batch)]
     styles = _struct_fields(rows, "reward_model")
     style = (
         pl.col("reward_model").struct.field("style").cast(pl.String).fill_null(REWARD_STYLE)
@@ -73,15 +109,15 @@ def verl_frame(batch: ExportBatch) -> pl.DataFrame:
         else pl.lit(REWARD_STYLE, dtype=pl.String)
     )
     ability = (
-        pl.col("ability").cast(pl.String).fill_null(DEFAULT_ABILITY)
-        if "ability" in rows.columns
-        else pl.lit(DEFAULT_ABILITY, dtype=pl.String)
+        pl.col("ability").cast(pl.String).fill_null(batch.ability)
+        if batch.input_roles.get("ability") == "ability"
+        else pl.lit(batch.ability, dtype=pl.String)
     )
     frame = rows.with_columns(
         pl.Series("_sample_id", batch.sample_ids, dtype=pl.String),
         pl.Series("_data_source", batch.data_sources(), dtype=pl.String),
         pl.Series("_prompt", [chat_messages(p) for p in batch.chat_prompts], dtype=message_dtype()),
-        pl.Series("_ground_truth", batch.answers, dtype=pl.String),
+        pl.Series("_ground_truth", verl_ground_truths(batch), dtype=pl.String),
     )
     return frame.select(
         pl.col("_data_source").alias("data_source"),
@@ -92,6 +128,38 @@ def verl_frame(batch: ExportBatch) -> pl.DataFrame:
         ),
         pl.struct(*ours, *kept).alias("extra_info"),
     )
+
+
+def verl_ground_truths(batch: ExportBatch) -> list[str | None]:
+    """The references as `reward_model.ground_truth`: as text, and for a code run's
+    stdin/stdout tests as verl's `{"inputs", "outputs"}` JSON."""
+    assert batch.answers is not None
+    if batch.kind != "code" or batch.answer_field is None:
+        return list(batch.answers)
+    import json
+
+    from curate.data.samples import field_values
+    from curate.graders.base import GradingError
+    from curate.graders.code import read_tests
+
+    raw = field_values(batch.rows, batch.answer_field).to_list()
+    out: list[str | None] = []
+    for value, text in zip(raw, batch.answers, strict=True):
+        try:
+            suite = read_tests(value, None)
+        except GradingError:
+            suite = None
+        if suite is None or suite.layout != "stdio":
+            out.append(text)
+            continue
+        cases = suite.cases
+        out.append(
+            json.dumps(
+                {"inputs": [c.stdin for c in cases], "outputs": [c.expected for c in cases]},
+                ensure_ascii=False,
+            )
+        )
+    return out
 
 
 def _struct_fields(rows: pl.DataFrame, column: str) -> dict[str, pl.DataType]:
@@ -105,13 +173,15 @@ def _struct_fields(rows: pl.DataFrame, column: str) -> dict[str, pl.DataType]:
 
 def write(batch: ExportBatch, output: Path, stack: ExitStack) -> ExportResult:
     frame = verl_frame(batch)
-    return file_export(
+    result = file_export(
         output,
         stack,
         frame.write_parquet,
         note=f"verl: data.train_files={output} data.prompt_key=prompt "
         "(reward_model.ground_truth is the reference; data_source picks the reward function)",
     )
+    result.notes.extend(carried_note("verl", verl_carried(batch), where=" in extra_info"))
+    return result
 
 
 FORMAT = ExportFormat(

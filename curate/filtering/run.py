@@ -76,6 +76,8 @@ def filter_run(
     plan: str | os.PathLike[str] | None = None,
     weight_column: str = "weight",
     data_source: str | None = None,
+    ability: str | None = None,
+    allow_empty: bool = False,
     prompt_field: str | None = None,
     answer_field: str | None = None,
     template: str | None = None,
@@ -114,6 +116,11 @@ def filter_run(
     column is then left out, the count kept in `copies`). `difficulty` "column" adds an
     easy/medium/hard `difficulty` column from the pass rate (`difficulty_cuts` LO:HI);
     "pools" writes the three levels to OUT.easy, OUT.medium and OUT.hard instead of OUT.
+
+    Every input column is carried into every format (`curate.exports.columns`);
+    `data_source` and `ability` name verl's and OpenRLHF's fields, which otherwise come
+    from the run's kind of task (`curate.exports.kind`). OUT's directory is created. A
+    filter that keeps no sample is a RunError and writes nothing, unless `allow_empty`.
     """
     from contextlib import ExitStack
     from dataclasses import replace
@@ -123,8 +130,9 @@ def filter_run(
     from curate.allocation import join_plan
     from curate.analysis import load_analysis
     from curate.data.sources import read_source
-    from curate.errors import UsageError
+    from curate.errors import RunError, UsageError
     from curate.exports import (
+        default_ability,
         default_data_source,
         export_fields,
         format_for_output,
@@ -132,8 +140,9 @@ def filter_run(
         prepare_batch,
         write_export,
     )
+    from curate.exports.kind import task_kind
     from curate.filtering import curriculum
-    from curate.filtering.select import attach_fields, decide
+    from curate.filtering.select import attach_fields, decide, stat_collisions
     from curate.filtering.weights import check_weight_default, table_weights
     from curate.stats.weights import STD, WEIGHT_KINDS, check_objective, weight_table
     from curate.store.atomic import atomic_path
@@ -204,6 +213,10 @@ def filter_run(
         )
     decisions = decide(per_sample, spec)
     rows = attach_fields(decisions, samples, id_field=id_field, source=data or run)
+    moved = stat_collisions(samples.columns) if samples is not None else {}
+    input_columns = (
+        [moved.get(c, c) for c in samples.columns if c != "_join_id"] if samples is not None else []
+    )
     kept = rows.filter(pl.col("kept")).drop("kept", "drop_reason")
     dropped = rows.filter(~pl.col("kept")).drop("kept")
     filled = 0
@@ -267,6 +280,10 @@ def filter_run(
             weights=weight_frame,
             weight_column=weight_column,
             source=weights_path or origin,
+            input_columns=[c for c in input_columns if c in rows.columns],
+            ability=ability,
+            default_ability=default_ability(manifest),
+            kind=task_kind(manifest),
         )
         if plan_frame is not None:  # every format carries the plan, like a statistic
             batch = replace(batch, stat_columns=(*batch.stat_columns, "planned_rollouts"))
@@ -283,17 +300,37 @@ def filter_run(
             fmt.check_output(path)
     else:
         pools = [(output, kept)]
-    rejects = rejects_path(output)
-    # Every output file and the rejects appear together or not at all.
-    written_paths: list[Path] = []
-    notes: list[str] = []
-    with ExitStack() as stack:
-        for path, rows_of_pool in pools:
-            written = write_export(fmt, batch_of(rows_of_pool), path, stack=stack)
-            written_paths += list(written.paths)
-            notes += [n for n in written.notes if n not in notes]
-        write_rejects(dropped, stack.enter_context(atomic_path(rejects)), rejects)
     reasons = dropped.group_by("drop_reason").len().sort("len", descending=True)
+    if kept_samples == 0 and not allow_empty:
+        why = ", ".join(f"{count} {reason}" for reason, count in reasons.rows())
+        raise RunError(
+            f"kept 0 of {rows.height} samples ({why or 'none scored'}); nothing written "
+            "(pass --allow-empty to write an empty export)"
+        )
+    rejects = rejects_path(output)
+    notes: list[str] = []
+    if moved:
+        pairs = ", ".join(f"'{a}' as '{b}'" for a, b in moved.items())
+        what, names = ("column", "that name") if len(moved) == 1 else ("columns", "those names")
+        notes.append(f"note: kept the input's {what} {pairs} (curate's statistics take {names})")
+    # Every output file and the rejects appear together or not at all, in a directory
+    # made for them when needed (and removed again when the write fails).
+    written_paths: list[Path] = []
+    made = _make_parents(output)
+    try:
+        with ExitStack() as stack:
+            for path, rows_of_pool in pools:
+                written = write_export(fmt, batch_of(rows_of_pool), path, stack=stack)
+                written_paths += list(written.paths)
+                notes += [n for n in written.notes if n not in notes]
+            write_rejects(dropped, stack.enter_context(atomic_path(rejects)), rejects)
+    except BaseException:
+        for path in reversed(made):
+            try:
+                path.rmdir()
+            except OSError:
+                break
+        raise
     return FilterResult(
         format=fmt.name,
         paths=written_paths,
@@ -318,6 +355,19 @@ def filter_run(
             else None
         ),
     )
+
+
+def _make_parents(output: Path) -> list[Path]:
+    """Create OUT's missing parent directories; the ones made, outermost first."""
+    missing: list[Path] = []
+    parent = output.absolute().parent
+    while not parent.exists():
+        missing.append(parent)
+        parent = parent.parent
+    missing.reverse()
+    for path in missing:
+        path.mkdir()
+    return missing
 
 
 def write_rejects(frame: pl.DataFrame, tmp: Path, final: Path) -> None:

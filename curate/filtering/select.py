@@ -162,6 +162,21 @@ def decide(per_sample: pl.DataFrame, spec: FilterSpec) -> pl.DataFrame:
     )
 
 
+def stat_collisions(columns: list[str]) -> dict[str, str]:
+    """Input column -> the name it is kept under, for input columns whose names the
+    statistics take (an export read back as samples has `pass_rate` and the rest)."""
+    from curate.exports.columns import free_name
+
+    ours = (*STAT_COLUMNS, "drop_reason", "kept")
+    taken = set(columns) | set(ours)
+    renames: dict[str, str] = {}
+    for column in columns:
+        if column in ours:
+            renames[column] = free_name(column, taken)
+            taken.add(renames[column])
+    return renames
+
+
 def attach_fields(
     decisions: pl.DataFrame,
     samples: pl.DataFrame | None,
@@ -169,7 +184,8 @@ def attach_fields(
     id_field: str = "sample_id",
     source: object = None,
 ) -> pl.DataFrame:
-    """Original sample fields (in file order) followed by the statistics columns."""
+    """Original sample fields (in file order) followed by the statistics columns; an
+    input column named like a statistic is kept as `input_NAME` (`stat_collisions`)."""
     import polars as pl
 
     stats = decisions.select("sample_id", *STAT_COLUMNS, "drop_reason", "kept")
@@ -183,8 +199,7 @@ def attach_fields(
     original = samples.with_columns(pl.col(id_field).cast(pl.String).alias("_join_id"))
     if original["_join_id"].is_duplicated().any():
         raise InputError(f"'{id_field}' has duplicate values", path=source)
-    collide = [c for c in (*STAT_COLUMNS, "drop_reason", "kept") if c in original.columns]
-    original = original.drop(collide)
+    original = original.rename(stat_collisions(original.columns))
     joined = original.join(
         stats.rename({"sample_id": "_join_id"}), on="_join_id", how="inner", maintain_order="left"
     )

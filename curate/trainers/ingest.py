@@ -64,6 +64,15 @@ class IngestResult:
     def unmatched_rollouts(self) -> int:
         return sum(r.unmatched_rollouts for r in self.runs)
 
+    @property
+    def ambiguous_rollouts(self) -> int:
+        return sum(r.ambiguous_rollouts for r in self.runs)
+
+    @property
+    def read_rollouts(self) -> int:
+        """Every rollout read: matched, unmatched and ambiguous."""
+        return self.rollouts + self.unmatched_rollouts + self.ambiguous_rollouts
+
 
 def parse_steps(text: str | None) -> tuple[int, int] | None:
     """'A:B' (inclusive), 'A:' or ':B' or 'A' -> (first, last)."""
@@ -403,6 +412,10 @@ def _write_index(out: Path, result: IngestResult) -> None:
         "matched_by": result.matched_by,
         "unmatched_prompts": result.unmatched_prompts,
         "ambiguous_prompts": result.ambiguous_prompts,
+        "rollouts_read": result.read_rollouts,
+        "rollouts_matched": result.rollouts,
+        "unmatched_rollouts": result.unmatched_rollouts,
+        "ambiguous_rollouts": result.ambiguous_rollouts,
         "runs": [run.__dict__ for run in result.runs],
     }
     atomic_write_text(out / INGEST_FILE, json.dumps(body, indent=2) + "\n")

@@ -6,11 +6,18 @@ text inside the chat template's wrapping (verl decodes the prompt tokens), or th
 user's message itself (TRL). In order:
 
 1. the whole text equals a sample's prompt text (whitespace runs collapsed);
-2. the text, less a wrapping (prefix, suffix) learnt from the rows step 3 matched,
+2. the text, less a wrapping (prefix, suffix) learnt from the rows step 4 matched,
    equals a sample's prompt text: one chat template wraps every prompt the same way;
-3. the text contains a sample's prompt text between word boundaries (found through an
+3. a chat template of a common family (`curate.trainers.templates`): with the
+   generation prompt taken off the end, one piece at a time, the text ends with a
+   sample's prompt text that starts after whitespace, a marker or a role word (found
+   through an index of each text's last `ANCHOR` characters; the longest wins);
+4. the text contains a sample's prompt text between word boundaries (found through an
    index of each text's first `ANCHOR` characters, shorter texts whole; the longest
    match wins).
+
+A word boundary is any place where not both neighbours are letters, digits or `_`:
+templates put markers such as `<|eot_id|>` right against the user's text.
 
 A text two samples match equally well (the same prompt twice in the data set) is
 ambiguous and left out; a text no sample matches is unmatched. Both are counted.
@@ -22,6 +29,8 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+
+from curate.trainers.templates import MAX_MARKERS, after_user_label, strip_generation_marker
 
 ANCHOR = 24
 # Rows step 3 matches before a wrapping is learnt from them.
@@ -57,9 +66,11 @@ class PromptMatcher:
                 continue
             self.exact[key] = AMBIGUOUS if key in self.exact else sample_id
         self.anchors: dict[str, list[str]] = {}
+        self.tails: dict[str, list[str]] = {}
         for key in self.exact:
             if len(key) >= ANCHOR:
                 self.anchors.setdefault(key[:ANCHOR], []).append(key)
+                self.tails.setdefault(key[-ANCHOR:], []).append(key)
         # Texts shorter than an anchor are looked up whole, one length at a time.
         self.short_lengths = sorted({len(k) for k in self.exact if len(k) < ANCHOR})
         self.wrapping: tuple[str, str] | None = None
@@ -83,6 +94,10 @@ class PromptMatcher:
                 if inner is not None and (found := self.exact.get(inner)) is not None:
                     self._record(result, text, found, "template")
                     continue
+            templated = self._templated(key)
+            if templated is not None:
+                self._record(result, text, self.exact[templated], "chat-template")
+                continue
             hit = self._contained(key)
             if hit is None:
                 rest.append((text, key))
@@ -106,11 +121,35 @@ class PromptMatcher:
         result.wrapping = self.wrapping
         return result
 
+    def _templated(self, key: str) -> str | None:
+        """The sample text `key` ends with once generation-prompt pieces are taken off
+        its end (none first, then one more at a time), starting on a boundary or right
+        after a role word."""
+        rest: str | None = key
+        for _ in range(MAX_MARKERS + 1):
+            if rest is None or not rest:
+                return None
+            found = self._suffix(rest)
+            if found is not None:
+                return found
+            rest = strip_generation_marker(rest)
+        return None
+
+    def _suffix(self, text: str) -> str | None:
+        """The longest sample text that ends `text` and starts on a boundary of it."""
+        candidates = [c for c in self.tails.get(text[-ANCHOR:], ()) if text.endswith(c)]
+        candidates += [text[-n:] for n in self.short_lengths if text[-n:] in self.exact]
+        for candidate in sorted(candidates, key=len, reverse=True):
+            start = len(text) - len(candidate)
+            if start == 0 or _boundary(text, start) or after_user_label(text[:start]):
+                return candidate
+        return None
+
     def _contained(self, key: str) -> tuple[str, int] | None:
         """The longest sample text inside `key` on word boundaries, and where it starts."""
         best: tuple[str, int] | None = None
         for start in range(len(key)):
-            if start and key[start - 1] != " ":
+            if not _boundary(key, start):
                 continue
             found = [
                 c
@@ -123,8 +162,7 @@ class PromptMatcher:
                 if key[start : start + n] in self.exact
             ]
             for candidate in found:
-                end = start + len(candidate)
-                if end < len(key) and key[end] != " ":
+                if not _boundary(key, start + len(candidate)):
                     continue
                 if best is None or len(candidate) > len(best[0]):
                     best = (candidate, start)
@@ -138,6 +176,17 @@ class PromptMatcher:
             assert isinstance(found, str)
             result.ids[text] = found
             result.by_method[method] += 1
+
+
+def _word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _boundary(text: str, at: int) -> bool:
+    """Whether position `at` of `text` is a word boundary (its ends are)."""
+    if at <= 0 or at >= len(text):
+        return True
+    return not (_word(text[at - 1]) and _word(text[at]))
 
 
 def _unwrap(key: str, wrapping: tuple[str, str]) -> str | None:

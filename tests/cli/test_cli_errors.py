@@ -183,11 +183,13 @@ def test_filter_bad_output_format(cli, scores_csv, outdir: Path, snapshot, name,
     assert snapshot(scores_csv.parent, outdir) == before
 
 
-def test_filter_output_directory_missing(cli, scores_csv, tmp_path: Path) -> None:
+def test_filter_creates_a_missing_output_directory(cli, scores_csv, tmp_path: Path) -> None:
     result = cli("filter", scores_csv, "-o", tmp_path / "missing" / "kept.jsonl")
-    assert result.exit_code == 2
-    assert_one_line_error(result.stderr, "output directory does not exist")
-    assert not (tmp_path / "missing").exists()
+    assert result.exit_code == 0, result.stderr
+    assert sorted(p.name for p in (tmp_path / "missing").iterdir()) == [
+        "kept.jsonl",
+        "kept.rejects.jsonl",
+    ]
 
 
 def test_filter_bad_data_file(cli, scores_csv, inputs: Path, outdir: Path, snapshot) -> None:

@@ -48,7 +48,10 @@ def test_every_command_survives_a_table_where_every_rollout_failed(
     assert data["warnings"] == ["no sample has a scored rollout"]
     assert cli("report", table).exit_code == 0
     assert cli("report", table, "--max-error-rate", "0.5").exit_code == 1
+    # Nothing to keep: an error (exit 1) naming why, unless an empty export is asked for.
     result = cli("filter", table, "-o", outdir / "k.jsonl")
+    assert result.exit_code == 1 and "2 no scored rollouts" in result.stderr
+    result = cli("filter", table, "-o", outdir / "k.jsonl", "--allow-empty")
     assert result.exit_code == 0, result.stderr
     assert "no scored rollouts" in result.stdout
 

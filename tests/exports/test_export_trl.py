@@ -18,7 +18,10 @@ datasets = pytest.importorskip("datasets")
 COLUMNS = [
     "prompt",
     "solution",
+    "id",
+    "question",
     "answer",
+    "meta",
     "sample_id",
     "pass_rate",
     "smoothed_pass_rate",
@@ -62,7 +65,11 @@ def test_trl_save_to_disk_and_parquet_round_trip(
         for row in rows:
             sid = row["sample_id"]
             assert row["prompt"] == chat_prompt(want.question[sid])
-            assert row["solution"] == row["answer"] == want.answer[sid]
+            assert row["solution"] == want.answer[sid]
+            # The input's columns, with their own types.
+            assert row["id"] == sid and row["question"] == want.question[sid]
+            assert str(row["answer"]) == want.answer[sid] and isinstance(row["answer"], int)
+            assert row["meta"] == {"level": int(sid[1:]) % 3}
             assert_stats(row, want.stats[sid])
     assert f"load_from_disk('{out}')" in stdout
 
@@ -162,7 +169,17 @@ def test_trl_library_call_with_weights(chat_run: Path, tmp_path: Path) -> None:
     )
     result = write_export("trl", batch, tmp_path / "lib")
     ds = datasets.load_from_disk(str(result.paths[0]))
-    assert ds.column_names == ["prompt", "solution", "answer", "sample_id", "pass_rate", "w"]
+    assert ds.column_names == [
+        "prompt",
+        "solution",
+        "id",
+        "question",
+        "answer",
+        "meta",
+        "sample_id",
+        "pass_rate",
+        "w",
+    ]
     by_id = {r["sample_id"]: r for r in ds}
     assert by_id["q05"]["w"] == 2.0 and by_id["q00"]["w"] == 0.5 and by_id["q01"]["w"] is None
     assert by_id["q01"]["prompt"][0] == {"role": "system", "content": "S"}

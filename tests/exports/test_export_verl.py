@@ -52,6 +52,11 @@ def test_verl_parquet_schema_is_verls(cli, chat_run: Path, outdir: Path) -> None
         "smoothed_pass_rate",
         "variance",
         "n_rollouts",
+        # every column of the input
+        "id",
+        "question",
+        "answer",
+        "meta",
     }
     assert pa.types.is_int64(types["index"]) and pa.types.is_int64(types["n_rollouts"])
     assert _is_string(types["sample_id"])
@@ -72,7 +77,7 @@ def test_verl_rows_round_trip_through_datasets(
     assert [r["extra_info"]["sample_id"] for r in rows] == want.kept
     for i, row in enumerate(rows):
         sid = row["extra_info"]["sample_id"]
-        assert row["data_source"] == "data"  # the evaluated file's name
+        assert row["data_source"] == "math"  # the kind of task its grader scores
         assert row["prompt"] == chat_prompt(want.question[sid])
         assert row["ability"] == "math"
         assert row["reward_model"] == {"style": "rule", "ground_truth": want.answer[sid]}
@@ -129,7 +134,8 @@ def test_verl_data_source_option_wins(cli, chat_run: Path, outdir: Path) -> None
 
 def test_verl_with_no_kept_rows_keeps_the_schema(cli, chat_run: Path, outdir: Path) -> None:
     out = outdir / "none.parquet"
-    result = cli("filter", chat_run, "--format", "verl", "--pass-rate", "0.99:1", "-o", out)
+    args = ("--pass-rate", "0.99:1", "--allow-empty")
+    result = cli("filter", chat_run, "--format", "verl", *args, "-o", out)
     assert result.exit_code == 0, result.stderr
     table = pq.read_table(out)
     assert table.num_rows == 0
