@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curate.core.prompts import Mode, Prompt
+from curate.data.layouts import get_layout
 from curate.data.samples import FieldMap, build_prompts, references_by_id
+from curate.data.sanity import index_warnings
 from curate.engine.runner import sample_contexts
 from curate.errors import MissingExtraError, UsageError
 from curate.graders import Grader, get_grader
@@ -68,6 +70,8 @@ class Preflight:
     example_text: str | None = None  # the example prompt as the model sees it
     raw_references: dict[str, object] | None = None  # as the data set holds them
     grader_notes: tuple[str, ...] = ()  # the grader's own start lines (code: layouts, sandbox)
+    layout_line: str = ""  # which layout the data was read with, and from which fields
+    sanity: tuple[str, ...] = ()  # what the layout catalogue did not know (curate.data.sanity)
 
     @property
     def references(self) -> dict[str, object]:
@@ -121,10 +125,13 @@ class Preflight:
             )
             if ex.unread:
                 what += f"; {len(ex.unread)} kept as given"
-        out = [*_fit(what), *_fit(f"grader: {self.grader_reason}")]
+        out = [*_fit(self.layout_line)] if self.layout_line else []
+        out += [*_fit(what), *_fit(f"grader: {self.grader_reason}")]
         for note in self.grader_notes:
             out += _fit(note)
         out += _fit(f"check: {self.check.summary}")
+        for note in self.sanity:
+            out += _fit(f"warning: {note}")
         if self.example is not None:
             sid, _, how = self.example
             out += _fit(f"sample {sid}, as the model sees it ({how}):")
@@ -253,7 +260,9 @@ def preflight(opts: EvalOptions, mode: Mode | None = None) -> Preflight:
     check_options(opts)
     frame, fields = load_eval_samples(opts)
     raw = references_by_id(frame, fields)
-    as_stored = grader_kind(opts.grader) in AS_STORED_KINDS
+    layout = get_layout(fields.layout) if fields.layout is not None else None
+    layout_grader = layout.grader if layout is not None and opts.grader is None else None
+    as_stored = grader_kind(opts.grader or layout_grader) in AS_STORED_KINDS
     if opts.reference_extract == "auto" and as_stored:
         # A reward function is called as the trainer will call it: on the data as stored;
         # the code grader's references are tests.
@@ -264,6 +273,14 @@ def preflight(opts: EvalOptions, mode: Mode | None = None) -> Preflight:
     if given is not None:
         spec, reason = given, f"{given} (given with --grader)"
         grader = _open(spec, opts)
+    elif layout is not None and layout_grader is not None:
+        spec, reason = layout_grader, f"{layout_grader} (the {layout.name} layout's grader)"
+        try:
+            grader = _open(spec, opts)
+        except MissingExtraError:
+            spec = "exact"
+            reason += "; math-verify is not installed (pip install 'curate[math]'): exact"
+            grader = _open(spec, opts)
     else:
         # Chosen on the references the extractor read: the ones it could not are data
         # problems for the check to report, not a reason to grade everything by `exact`.
@@ -305,6 +322,8 @@ def preflight(opts: EvalOptions, mode: Mode | None = None) -> Preflight:
         grader.close()
         raise
     return Preflight(
+        layout_line=layout_line(frame, fields, opts.layout),
+        sanity=tuple(index_warnings(frame, fields, raw)),
         frame=frame,
         fields=fields,
         extraction=extraction,
@@ -318,6 +337,28 @@ def preflight(opts: EvalOptions, mode: Mode | None = None) -> Preflight:
         raw_references=raw,
         grader_notes=notes,
     )
+
+
+def layout_line(frame: pl.DataFrame, fields: FieldMap, asked: str | None) -> str:
+    """`layout: mmlu (multiple choice; detected from question, choices, answer)`, or
+    which fields were taken by name when no layout was recognised."""
+    used = [
+        f
+        for f in (fields.prompt_field, fields.messages_field, fields.answer_field)
+        if f is not None
+    ]
+    if fields.template is not None:
+        used.insert(0, f"--template {fields.template!r}")
+    if fields.layout is None:
+        how = "--layout none" if (asked or "").strip().lower() == "none" else "none recognised"
+        return (
+            f"layout: {how}; fields by name: {', '.join(used)} "
+            "(curate layouts lists the known ones; --layout NAME forces one)"
+        )
+    layout = get_layout(fields.layout)
+    how = "detected" if (asked or "auto").strip().lower() == "auto" else "--layout"
+    ids = f", ids from {fields.id_field}" if fields.id_field else ""
+    return f"layout: {layout.name} ({layout.family}; {how}: {', '.join(used)}{ids})"
 
 
 def _open(spec: str, opts: EvalOptions) -> Grader:
@@ -424,5 +465,21 @@ def _prompt_lines(text: str, width: int = WIDTH) -> list[str]:
 
 
 def _short(value: object, limit: int) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 4] + "...'"
+    """A value as written, on one line: a string in quotes with no escapes added (a
+    reference `\\$5` shows as '\\$5', not with doubled backslashes), whitespace runs
+    shown as one space; lists and dicts the same way inside."""
+    text = _as_written(value)
+    if len(text) <= limit:
+        return text
+    tail = "...'" if isinstance(value, str) else "..."
+    return text[: limit - len(tail)] + tail
+
+
+def _as_written(value: object) -> str:
+    if isinstance(value, str):
+        return "'" + " ".join(value.split()) + "'"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_as_written(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_as_written(v)}" for k, v in value.items()) + "}"
+    return str(value)

@@ -16,7 +16,7 @@ class MATH(Layout):
     family = "math"
     sets = "MATH, MATH-500, NuminaMath, DeepScaleR"
     expects = "problem: str, answer: str or solution: str with \\boxed{}"
-    grader = "math"
+    grader = None  # numeric when every answer is a number, else math
     prompt_from = "problem"
     reference_from = "answer, else the solution's last \\boxed{}"
     id_fields = ("unique_id", "id", "problem_id")
