@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from curate.graders.choice import reference_letter
 from curate.graders.numeric import reference_number
+from curate.graders.text import extract_final_answer
 
 if TYPE_CHECKING:
     import polars as pl
@@ -134,12 +135,18 @@ class FormWatch:
     def active(self) -> bool:
         return self.grader_kind in ANSWER_GRADERS and not self.decided
 
-    def observe(self, extracted: Sequence[Any], scores: Sequence[Any]) -> None:
+    def observe(
+        self, extracted: Sequence[Any], scores: Sequence[Any], completions: Sequence[Any]
+    ) -> None:
+        """Count one stored part's rows; a rollout the grader extracted nothing from
+        counts by the final answer its completion marks ("Answer: B"), if any."""
         if not self.active:
             return
-        for value, score in zip(extracted, scores, strict=True):
+        for value, score, text in zip(extracted, scores, completions, strict=True):
             if isinstance(score, int | float) and score > 0:
                 self.passed += 1
+            if value is None and isinstance(text, str):
+                value = extract_final_answer(text)
             if value is None or (isinstance(value, str) and not value.strip()):
                 continue
             form = form_of(value)  # an answer is a value, never an index

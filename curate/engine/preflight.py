@@ -90,6 +90,15 @@ class Preflight:
         if not check.exceeds(self.max_bad_fraction):
             return None
         allow = math.ceil(check.bad_fraction * 100) / 100
+        if grader_kind(self.grader_spec) == "code" and _is_solution(self.fields.answer_field):
+            # A solution is not a test: allowing the bad references would grade nothing.
+            head = (
+                f"grader {self.grader_spec!r} runs tests, but --answer-field "
+                f"{self.fields.answer_field} holds a solution: name the tests column with "
+                f"--answer-field (e.g. test, test_list, input_output) or drop it to use "
+                f"the layout's"
+            )
+            return UsageError(head, path=data)
         head = (
             f"grader {self.grader_spec!r} cannot use {check.bad} of {check.total} references "
             f"({check.bad_fraction:.1%}; --max-bad-references allows "
@@ -175,6 +184,12 @@ class Preflight:
                 for bad in check.examples
             ],
         }
+
+
+def _is_solution(field: str) -> bool:
+    from curate.graders.code import SOLUTION_FIELDS
+
+    return field in SOLUTION_FIELDS
 
 
 def parse_score_range(text: str) -> tuple[float, float]:

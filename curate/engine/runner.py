@@ -455,7 +455,7 @@ def run_eval(
         result.shards += 1
         tally.add_many(zip(cols["sample_id"], cols["score"], strict=True))
         progress.advance(n, len(errors), tally)
-        forms.observe(cols["extracted"], cols["score"])
+        forms.observe(cols["extracted"], cols["score"], cols["completion"])
         return list(cols["error"])
 
     def store_chunk(
