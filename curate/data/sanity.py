@@ -37,6 +37,10 @@ FORM_MIN = 8
 # test cases or a reward function's own notes).
 ANSWER_GRADERS = frozenset({"exact", "numeric", "math", "choice", "regex"})
 SMALL_INDEX = 10  # indices are into at most ten options
+# The forms that never match each other under any answer grader.
+FORMS = frozenset({"letter", "number", "index"})
+# The share of references that must have one form for the check to judge.
+REFERENCE_SHARE = 0.99
 
 
 def _as_index(value: object) -> int | None:
@@ -161,7 +165,13 @@ class FormWatch:
         if self.passed or set(self.extracted) & set(self.reference_forms):
             return None
         got, _ = self.extracted.most_common(1)[0]
-        want, _ = self.reference_forms.most_common(1)[0]
+        want, count = self.reference_forms.most_common(1)[0]
+        # Only forms that can never meet: free text may still match under some grader
+        # (a LaTeX reference and a decimal answer under math).
+        if not set(self.extracted) <= FORMS or want not in FORMS:
+            return None
+        if count < REFERENCE_SHARE * sum(self.reference_forms.values()):
+            return None
         ref = next(
             str(r)
             for r in self.references.values()
