@@ -156,8 +156,8 @@ def resolve_fields(
             prompt_field = chosen.prompt_field(view)
             messages_field = chosen.messages_field(view)
         answer_field = answer_field or chosen.answer_field(view)
-        id_field = id_field or chosen.id_field(view) or next(
-            (c for c in ID_FIELDS if c in cols), None
+        id_field = (
+            id_field or chosen.id_field(view) or next((c for c in ID_FIELDS if c in cols), None)
         )
 
     def need(name: str, what: str, *, nested: bool = False) -> str:
@@ -333,10 +333,9 @@ def build_prompts(
         if fields.template is not None:
             text = fill_template(fields.template, row, source=source)
         elif layout is not None:
-            text = layout.text({k: _to_python(v) for k, v in row.items()})
-            if text is None:
-                assert fields.prompt_field is not None
-                text = str(row[fields.prompt_field])
+            rendered = layout.text({k: _to_python(v) for k, v in row.items()})
+            assert fields.prompt_field is not None  # the layout renders only its own field
+            text = rendered if rendered is not None else str(row[fields.prompt_field])
         else:
             assert fields.prompt_field is not None
             value = row[fields.prompt_field]

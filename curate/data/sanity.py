@@ -101,7 +101,7 @@ def index_warnings(
 
 
 def form_of(value: object, *, indices: bool = False) -> str:
-    """"letter", "number", "index" (a small whole number, for references known to be
+    """ "letter", "number", "index" (a small whole number, for references known to be
     indices) or "text"."""
     if isinstance(value, str) and reference_letter(value) is not None:
         return "letter"

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from curate.core.prompts import Mode, Prompt
 from curate.data.layouts import get_layout
-from curate.data.samples import FieldMap, build_prompts, references_by_id
+from curate.data.samples import FieldMap, build_prompts, field_values, references_by_id
 from curate.data.sanity import index_warnings
 from curate.engine.runner import sample_contexts
 from curate.errors import MissingExtraError, UsageError
@@ -71,6 +71,7 @@ class Preflight:
     raw_references: dict[str, object] | None = None  # as the data set holds them
     grader_notes: tuple[str, ...] = ()  # the grader's own start lines (code: layouts, sandbox)
     layout_line: str = ""  # which layout the data was read with, and from which fields
+    example_stored: object = None  # the example's answer field as the file holds it
     sanity: tuple[str, ...] = ()  # what the layout catalogue did not know (curate.data.sanity)
 
     @property
@@ -147,6 +148,8 @@ class Preflight:
             out += _prompt_lines(self.example_text or "")
             reference = self.references.get(sid)
             raw = (self.raw_references or {}).get(sid, reference)
+            if raw == reference and self.example_stored is not None:
+                raw = self.example_stored  # as the file holds it, before the layout read it
             shown = f"reference as graded: {_short(reference, 40)}"
             if grader_kind(self.grader_spec) == "code":
                 shown = f"tests as run: {_short(reference, 60)}"  # the tests are the reference
@@ -329,15 +332,19 @@ def preflight(opts: EvalOptions, mode: Mode | None = None) -> Preflight:
         notes = tuple(notes_of(extraction.references, contexts)) if notes_of else ()
         example = None
         example_text = None
+        example_stored = None
         if prompts:
             sid = next(iter(prompts))
             example_text, how = shown_prompt(prompts[sid], opts.model, mode)
             example = (sid, prompts[sid], how)
+            if fields.layout is not None:
+                example_stored = field_values(frame.head(1), fields.answer_field).to_list()[0]
     except BaseException:
         grader.close()
         raise
     return Preflight(
         layout_line=layout_line(frame, fields, opts.layout),
+        example_stored=example_stored,
         sanity=tuple(index_warnings(frame, fields, raw)),
         frame=frame,
         fields=fields,

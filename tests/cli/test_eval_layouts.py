@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import subprocess
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -199,7 +201,10 @@ def mmlu_pro_case(tmp: Path) -> Case:
     ]
     correct = {f"law case {i}.": options[idx] for i, idx in enumerate((9, 0, 4))}
     return Case(
-        "mmlu-pro", _jsonl(tmp / "mmlu_pro.jsonl", rows), _choice_script(correct), {"70", "71", "72"}
+        "mmlu-pro",
+        _jsonl(tmp / "mmlu_pro.jsonl", rows),
+        _choice_script(correct),
+        {"70", "71", "72"},
     )
 
 
@@ -276,8 +281,12 @@ def math500_case(tmp: Path) -> Case:
 
 def aime_case(tmp: Path) -> Case:
     rows = [
-        {"ID": "2024-I-1", "Problem": "Find the remainder of 2024 divided by 1000.",
-         "Solution": "It is 24.", "Answer": 24},
+        {
+            "ID": "2024-I-1",
+            "Problem": "Find the remainder of 2024 divided by 1000.",
+            "Solution": "It is 24.",
+            "Answer": 24,
+        },
         {"ID": "2024-I-2", "Problem": "Find 17 times 12.", "Solution": "204.", "Answer": 204},
     ]
     table = {
@@ -291,10 +300,14 @@ def aime_case(tmp: Path) -> Case:
 
 def gsm8k_case(tmp: Path) -> Case:
     rows = [
-        {"question": "Tom has 3 apples and buys 4 more. How many apples?",
-         "answer": "3 + 4 = <<3+4=7>>7\n#### 7"},
-        {"question": "A box holds 1,200 pins; 200 are used. How many are left?",
-         "answer": "1,200 - 200 = 1,000\n#### 1,000"},
+        {
+            "question": "Tom has 3 apples and buys 4 more. How many apples?",
+            "answer": "3 + 4 = <<3+4=7>>7\n#### 7",
+        },
+        {
+            "question": "A box holds 1,200 pins; 200 are used. How many are left?",
+            "answer": "1,200 - 200 = 1,000\n#### 1,000",
+        },
     ]
     table = {
         "Tom has": [("#### 7", 1.0), ("The answer is 7.", 1.0), ("#### 8", 0.0)],
@@ -387,7 +400,9 @@ def codecontests_case(tmp: Path) -> Case:
         ]
     }
     return Case(
-        "codecontests", _jsonl(tmp / "codecontests.jsonl", rows), _table_script(table),
+        "codecontests",
+        _jsonl(tmp / "codecontests.jsonl", rows),
+        _table_script(table),
         {"1_A. Double it"},
     )
 
@@ -568,8 +583,21 @@ def run_eval(
     *extra: object,
 ) -> subprocess.CompletedProcess[str]:
     return run_curate(
-        "eval", data, "--backend", "openai", "--model", "fake-model", "--base-url", base_url,
-        "--runs", RUNS, "--max-tokens", 400, "--out", out, *extra,
+        "eval",
+        data,
+        "--backend",
+        "openai",
+        "--model",
+        "fake-model",
+        "--base-url",
+        base_url,
+        "--runs",
+        RUNS,
+        "--max-tokens",
+        400,
+        "--out",
+        out,
+        *extra,
     )
 
 
@@ -621,8 +649,14 @@ def test_the_mmlu_file_without_a_layout_is_flagged_and_stopped(
     scripted.script, scripted.labels = letters, {}
     out = tmp_path / "run"
     res = run_eval(
-        run_curate, data, out, scripted.server.base_url,
-        "--prompt-field", "query", "--answer-field", "gold",
+        run_curate,
+        data,
+        out,
+        scripted.server.base_url,
+        "--prompt-field",
+        "query",
+        "--answer-field",
+        "gold",
     )
     assert res.returncode == 1, res.stderr
     assert "layout: none recognised" in res.stderr
@@ -630,3 +664,45 @@ def test_the_mmlu_file_without_a_layout_is_flagged_and_stopped(
     last = res.stderr.strip().splitlines()[-1]
     assert "no extracted answer shares a form with the references" in last
     assert "letters" in last and "indices" in last and "--layout mmlu" in last
+
+
+_MARKED = re.compile(r"Answer:\s*\(?([A-J])\)?")
+_LONE = re.compile(r"^\s*\(?([A-J])\)?[.)]?\s*$")
+
+
+def _label(completion: str, right: str) -> float:
+    """The label of a real model's completion, decided here without the grader: the
+    letter it marks ("Answer: C") or that it is ("C", "(C)"), against the right one."""
+    marked = _MARKED.findall(completion)
+    lone = _LONE.match(completion)
+    chosen = marked[-1] if marked else (lone[1] if lone else None)
+    return 1.0 if chosen == right else 0.0
+
+
+@pytest.mark.slow
+def test_the_mmlu_file_on_the_local_engine_with_default_options(tmp_path: Path) -> None:
+    model = ROOT / "sample_data" / "tiny-math"
+    out = tmp_path / "run"
+    args = ["eval", MMLU_SAMPLE, "--model", model, "-n", 4, "--max-tokens", 16, "--out", out]
+    res = subprocess.run(
+        [sys.executable, "-m", "curate", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=900,  # the engine's start on a shared CPU
+        env={**os.environ, "CURATE_DEBUG": ""},
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stderr.startswith("layout: mmlu (multiple choice; detected: question, answer)")
+    assert "grader: choice (the mmlu layout's grader)" in res.stderr
+    assert "  | What is 3 + 4?" in res.stderr and "  | C) 7" in res.stderr
+    assert "reference as graded: 'C' (from 2)" in res.stderr
+    rows = [json.loads(line) for line in MMLU_SAMPLE.read_text().splitlines()]
+    frame = RolloutStore(out).rollouts(["sample_id", "completion", "score", "error"])
+    samples = pl.read_parquet(out / "samples.parquet")
+    right = {
+        sid: "ABCD"[answer]
+        for sid, answer in zip(samples["sample_id"], samples["answer"], strict=True)
+    }
+    assert frame.height == len(rows) * 4 and frame["error"].null_count() == frame.height
+    for sid, completion, score in frame.select("sample_id", "completion", "score").iter_rows():
+        assert score == _label(completion, right[sid]), (completion, score)

@@ -23,7 +23,12 @@ USER = [{"role": "user", "content": "What is 2 + 2?"}]
 # name -> (columns, schema overrides): one row in the public set's fields and types.
 PUBLIC: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "mmlu": (
-        {"question": ["2+2?"], "subject": ["math"], "choices": [["3", "4", "5", "6"]], "answer": [1]},
+        {
+            "question": ["2+2?"],
+            "subject": ["math"],
+            "choices": [["3", "4", "5", "6"]],
+            "answer": [1],
+        },
         {},
     ),
     "arc": (
@@ -85,30 +90,52 @@ PUBLIC: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {},
     ),
     "mbpp": (
-        {"task_id": [2], "text": ["Add."], "code": ["def add(a,b): return a+b"],
-         "test_list": [["assert add(1,2)==3"]], "test_setup_code": [""]},
+        {
+            "task_id": [2],
+            "text": ["Add."],
+            "code": ["def add(a,b): return a+b"],
+            "test_list": [["assert add(1,2)==3"]],
+            "test_setup_code": [""],
+        },
         {},
     ),
     "apps": (
-        {"problem_id": [1], "question": ["Sum."], "solutions": ["[]"],
-         "input_output": ['{"inputs": ["1 2\\n"], "outputs": ["3\\n"]}'], "starter_code": [""]},
+        {
+            "problem_id": [1],
+            "question": ["Sum."],
+            "solutions": ["[]"],
+            "input_output": ['{"inputs": ["1 2\\n"], "outputs": ["3\\n"]}'],
+            "starter_code": [""],
+        },
         {},
     ),
     "codecontests": (
-        {"name": ["1_A"], "description": ["D"], "public_tests": [{"input": ["1\n"], "output": ["2\n"]}],
-         "private_tests": [{"input": [], "output": []}]},
+        {
+            "name": ["1_A"],
+            "description": ["D"],
+            "public_tests": [{"input": ["1\n"], "output": ["2\n"]}],
+            "private_tests": [{"input": [], "output": []}],
+        },
         {"private_tests": pl.Struct({"input": pl.List(pl.String), "output": pl.List(pl.String)})},
     ),
     "livecodebench": (
-        {"question_id": ["abc1_a"], "question_content": ["C"], "starter_code": [""],
-         "public_test_cases": ['[{"input": "1\\n", "output": "1\\n", "testtype": "stdin"}]']},
+        {
+            "question_id": ["abc1_a"],
+            "question_content": ["C"],
+            "starter_code": [""],
+            "public_test_cases": ['[{"input": "1\\n", "output": "1\\n", "testtype": "stdin"}]'],
+        },
         {},
     ),
     "chat": ({"messages": [USER], "ground_truth": ["4"]}, {"messages": MESSAGE}),
     "verl": (
-        {"data_source": ["gsm8k"], "prompt": [USER], "ability": ["math"],
-         "reward_model": [{"style": "rule", "ground_truth": "4"}],
-         "extra_info": [{"index": 0, "sample_id": "s0"}]},
+        {
+            "data_source": ["gsm8k"],
+            "prompt": [USER],
+            "ability": ["math"],
+            "reward_model": [{"style": "rule", "ground_truth": "4"}],
+            "extra_info": [{"index": 0, "sample_id": "s0"}],
+        },
         {"prompt": MESSAGE},
     ),
     "trl": ({"prompt": [USER], "solution": ["4"]}, {"prompt": MESSAGE}),
@@ -156,7 +183,9 @@ def test_the_right_names_with_the_wrong_types_are_not_that_layout(
 
 def _read(frame: pl.DataFrame) -> tuple[list[Any], list[Any], str | None]:
     fields = resolve_fields(frame, layout="auto")
-    prompts = build_prompts(frame, fields, "completion" if fields.messages_field is None else "chat")
+    prompts = build_prompts(
+        frame, fields, "completion" if fields.messages_field is None else "chat"
+    )
     return prompts, answer_values(frame, fields), fields.id_field
 
 

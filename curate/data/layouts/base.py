@@ -61,7 +61,8 @@ class Columns:
         dtype = self.schema.get(name)
         return isinstance(dtype, pl.List | pl.Array) and dtype.inner == pl.String
 
-    def struct_fields(self, name: str) -> dict[str, pl.DataType]:
+    def struct_fields(self, name: str) -> dict[str, Any]:
+        """A struct column's field names and types ({} for any other column)."""
         import polars as pl
 
         dtype = self.schema.get(name)
@@ -160,10 +161,14 @@ def letter_span(count: int) -> str:
     return f"A-{LETTERS[count - 1]}" if count > 1 else "A"
 
 
-def render_choices(question: str, options: Sequence[str]) -> str:
-    """The standard multiple-choice prompt: question, lettered options, instruction."""
+def render_choices(question: str, options: Sequence[str], *, lettered: bool = True) -> str:
+    """The standard multiple-choice prompt: question, lettered options, instruction
+    (`lettered=False`: the options already carry their letters)."""
     lines = [str(question).strip(), ""]
-    lines += [f"{LETTERS[i]}) {str(option).strip()}" for i, option in enumerate(options)]
+    lines += [
+        f"{LETTERS[i]}) {str(option).strip()}" if lettered else str(option).strip()
+        for i, option in enumerate(options)
+    ]
     lines += ["", MC_INSTRUCTION.format(letters=letter_span(len(options)))]
     return "\n".join(lines)
 
@@ -195,9 +200,7 @@ def key_letter(key: object, labels: Sequence[str] | None = None) -> str | None:
     return None
 
 
-def shuffled_options(
-    correct: str, wrong: Sequence[str], seed_text: str
-) -> tuple[list[str], str]:
+def shuffled_options(correct: str, wrong: Sequence[str], seed_text: str) -> tuple[list[str], str]:
     """The correct answer among the distractors in an order fixed by `seed_text` (the
     sample's question): the same sample always gets the same order, and across samples
     the correct letter is spread evenly. Returns (options, correct letter)."""

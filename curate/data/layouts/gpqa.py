@@ -27,7 +27,7 @@ def options_of(row: Mapping[str, Any]) -> tuple[list[str], str]:
 class GPQA(Layout):
     name = "gpqa"
     family = "multiple choice"
-    sets = "GPQA (and sets with a correct and incorrect answer fields)"
+    sets = "GPQA, and sets with correct and incorrect answer fields"
     expects = "Question: str, Correct Answer: str, Incorrect Answer 1..3: str"
     grader = "choice"
     prompt_from = "Question + the 4 answers shuffled per sample"

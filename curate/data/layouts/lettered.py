@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from curate.data.layouts.base import (
+    LETTERS,
     Columns,
     Layout,
     key_letter,
@@ -54,7 +55,10 @@ class Lettered(Layout):
         return answer
 
     def text(self, row: Mapping[str, Any]) -> str | None:
-        options = next(row[name] for name in OPTION_FIELDS if name in row) or []
+        options = list(next(row[name] for name in OPTION_FIELDS if name in row) or [])
+        if [option_prefix(o) for o in options] != list(LETTERS[: len(options)]):
+            # Letters out of order: re-lettering would move the answer; keep them.
+            return render_choices(row["question"], options, lettered=False)
         return render_choices(row["question"], [strip_option_prefix(o) for o in options])
 
     def reference(self, row: Mapping[str, Any], answer_field: str) -> Any:
