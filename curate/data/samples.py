@@ -195,6 +195,9 @@ def resolve_fields(
                     "or give --template",
                     path=source,
                 )
+            if _is_message_list(_first(frame, prompt_field)):
+                # OpenRLHF's `input` may hold chat messages: chat turns, never one string.
+                messages_field, prompt_field = prompt_field, None
     if answer_field is not None:
         need(answer_field, "answer", nested=True)
     else:

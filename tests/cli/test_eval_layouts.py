@@ -694,7 +694,7 @@ def test_the_mmlu_file_on_the_local_engine_with_default_options(tmp_path: Path) 
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stderr.startswith("layout: mmlu (multiple choice; detected: question, answer)")
     assert "grader: choice (the mmlu layout's grader)" in res.stderr
-    assert "  | What is 3 + 4?" in res.stderr and "  | C) 7" in res.stderr
+    assert "<|user|>What is 3 + 4?" in res.stderr and "  | C) 7" in res.stderr
     assert "reference as graded: 'C' (from 2)" in res.stderr
     rows = [json.loads(line) for line in MMLU_SAMPLE.read_text().splitlines()]
     frame = RolloutStore(out).rollouts(["sample_id", "completion", "score", "error"])

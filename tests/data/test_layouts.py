@@ -282,3 +282,12 @@ def test_a_template_that_cannot_be_filled_is_one_input_error(template: str) -> N
     fields = resolve_fields(frame, template=template, layout="auto")
     with pytest.raises(InputError, match="--template could not be filled"):
         build_prompts(frame, fields, "completion", source="arc.jsonl")
+
+
+def test_a_message_list_found_by_name_without_a_layout_is_still_chat_turns() -> None:
+    # OpenRLHF's `input` with a reference no layout knows by name.
+    frame = pl.DataFrame({"input": [USER], "answer": ["4"]}, schema_overrides={"input": MESSAGE})
+    assert detect(frame) is None
+    fields = resolve_fields(frame, layout="auto")
+    assert fields.messages_field == "input" and fields.prompt_field is None
+    assert build_prompts(frame, fields, "chat") == [USER]
