@@ -435,6 +435,39 @@ def livecodebench_case(tmp: Path) -> Case:
     )
 
 
+def livecodebench_functional_case(tmp: Path) -> Case:
+    # LeetCode problems: one JSON argument a line, the function named in metadata.
+    cases = [
+        {"input": "[2,7,11,15]\n9", "output": "[0, 1]", "testtype": "functional"},
+        {"input": "[3,2,4]\n6", "output": "[1, 2]", "testtype": "functional"},
+    ]
+    rows = [
+        {
+            "question_title": "two-sum",
+            "question_content": "Return the indices of the two numbers adding up to target.",
+            "platform": "leetcode",
+            "question_id": "1",
+            "contest_id": "weekly-contest-1",
+            "contest_date": "2023-05-01T00:00:00",
+            "starter_code": "class Solution:\n    def twoSum(self, nums: list, target: int):\n",
+            "difficulty": "easy",
+            "public_test_cases": json.dumps(cases),
+            "private_test_cases": "",
+            "metadata": json.dumps({"func_name": "twoSum"}),
+        }
+    ]
+    right = (
+        "class Solution:\n    def twoSum(self, nums, target):\n        seen = {}\n"
+        "        for i, x in enumerate(nums):\n            if target - x in seen:\n"
+        "                return [seen[target - x], i]\n            seen[x] = i\n"
+    )
+    wrong = "class Solution:\n    def twoSum(self, nums, target):\n        return [0, 1]\n"
+    table = {
+        "adding up to target": [(f"```python\n{right}```", 1.0), (f"```python\n{wrong}```", 0.0)]
+    }
+    return Case("livecodebench", _jsonl(tmp / "lcb_fn.jsonl", rows), _table_script(table), {"1"})
+
+
 def chat_case(tmp: Path) -> Case:
     rows = [
         {
@@ -540,6 +573,7 @@ CASES: dict[str, Callable[[Path], Case]] = {
     "apps": apps_case,
     "codecontests": codecontests_case,
     "livecodebench": livecodebench_case,
+    "livecodebench-functional": livecodebench_functional_case,
     "chat": chat_case,
     "openai-rft": openai_rft_case,
     "verl": verl_case,

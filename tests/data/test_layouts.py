@@ -6,6 +6,7 @@ look-alikes with the right names but the wrong types must not be taken for it.""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any
 
@@ -291,3 +292,13 @@ def test_a_message_list_found_by_name_without_a_layout_is_still_chat_turns() -> 
     fields = resolve_fields(frame, layout="auto")
     assert fields.messages_field == "input" and fields.prompt_field is None
     assert build_prompts(frame, fields, "chat") == [USER]
+
+
+def test_livecodebench_functional_cases_become_calls_of_func_name() -> None:
+    cases = [{"input": "[2,7,11,15]\n9", "output": "[0, 1]", "testtype": "functional"}]
+    frame = frame_of("livecodebench").with_columns(
+        pl.Series("public_test_cases", [json.dumps(cases)]),
+        pl.Series("metadata", [json.dumps({"func_name": "twoSum"})]),
+    )
+    _, refs, _ = _read(frame)
+    assert refs == [{"fn_name": "twoSum", "inputs": [[[2, 7, 11, 15], 9]], "outputs": [[0, 1]]}]
