@@ -126,6 +126,7 @@ class FormWatch:
     extracted: Counter[str] = field(default_factory=Counter)  # form -> count
     examples: dict[str, str] = field(default_factory=dict)  # form -> one extracted
     passed: int = 0
+    small: int = 0  # extracted whole numbers 0..SMALL_INDEX-1 (they could be indices)
     decided: bool = False
 
     def __post_init__(self) -> None:
@@ -154,6 +155,8 @@ class FormWatch:
             if value is None or (isinstance(value, str) and not value.strip()):
                 continue
             form = form_of(value)  # an answer is a value, never an index
+            if form == "number" and form_of(value, indices=True) == "index":
+                self.small += 1
             self.extracted[form] += 1
             self.examples.setdefault(form, str(value)[:20])
 
@@ -172,6 +175,8 @@ class FormWatch:
             return None
         if count < REFERENCE_SHARE * sum(self.reference_forms.values()):
             return None
+        if want == "index" and self.small * 2 >= sum(self.extracted.values()):
+            return None  # small whole numbers: perhaps a set of small answers, not indices
         ref = next(
             str(r)
             for r in self.references.values()

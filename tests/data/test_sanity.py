@@ -60,7 +60,7 @@ def test_letters_against_numbers_stop_with_the_likely_fix() -> None:
 
 def test_values_against_indices_stop() -> None:
     watch = _watch([0, 2, 1, 3] * 3, kind="numeric", indices=True)
-    watch.observe(["7"] * FORM_MIN, [0.0] * FORM_MIN, ["7"] * FORM_MIN)
+    watch.observe(["81"] * FORM_MIN, [0.0] * FORM_MIN, ["81"] * FORM_MIN)
     reason = watch.verdict()
     assert reason is not None and "indices" in reason and "--layout mmlu" in reason
 
@@ -84,3 +84,11 @@ def test_free_text_and_test_running_graders_are_never_judged() -> None:
     code = _watch(["7"] * 12, kind="code")
     code.observe(["B"] * FORM_MIN, [0.0] * FORM_MIN, ["B"] * FORM_MIN)
     assert code.verdict() is None
+
+
+def test_small_answers_against_small_references_are_not_taken_for_indices() -> None:
+    # A set whose answers are small counts and whose rows happen to hold a list column:
+    # a weak model's wrong small numbers do not stop the run.
+    watch = _watch([0, 2, 1, 3] * 3, kind="numeric", indices=True)
+    watch.observe(["4"] * FORM_MIN, [0.0] * FORM_MIN, ["4"] * FORM_MIN)
+    assert watch.verdict() is None
