@@ -271,8 +271,7 @@ def eval_cmd(
     id_field: Annotated[
         str | None,
         typer.Option(
-            help="Id column. \\[default: the layout's, else id or sample_id, else a "
-            "content hash]",
+            help="Id column. \\[default: the layout's, else id or sample_id, else a content hash]",
             metavar="COL",
             rich_help_panel=PROMPTS,
         ),
