@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from curate.data.layouts import LAYOUTS
+from curate.store.run_dir import RolloutStore
 from tests.conftest import ROOT, Result
 
 MMLU = ROOT / "sample_data" / "mmlu_layout.jsonl"
@@ -85,3 +86,16 @@ def test_eval_help_reads_at_80_columns(cli: Callable[..., Result]) -> None:
     # The help column is about 40 characters wide, not 24.
     (line,) = [line for line in lines if line.startswith("│ --grader ")]
     assert len(line) - line.index("exact, numeric") - 2 >= 36
+
+
+def test_a_run_read_with_a_layout_is_regraded_with_the_same_references(
+    cli: Callable[..., Result], tmp_path: Path
+) -> None:
+    run, again = tmp_path / "run", tmp_path / "again"
+    res = cli("eval", MMLU, "--model", "fake-model", "--backend", "fake", "-n", 2, "--out", run)
+    assert res.exit_code == 0, res.stderr
+    # `curate grade` reads the references through the run's layout: letters, not indices.
+    res = cli("grade", run, "--grader", "choice", "--out", again)
+    assert res.exit_code == 0, res.stderr
+    scores = RolloutStore(again).rollouts(["error"])
+    assert scores["error"].null_count() == scores.height
