@@ -378,6 +378,9 @@ def layout_line(frame: pl.DataFrame, fields: FieldMap, asked: str | None) -> str
             "(curate layouts lists the known ones; --layout NAME forces one)"
         )
     layout = get_layout(fields.layout)
+    if fields.template is None and fields.messages_field is None:
+        # The columns the layout's prompt is made of, after the question.
+        used[1:1] = [c for c in layout.also if c in frame.columns and c not in used]
     how = "detected" if (asked or "auto").strip().lower() == "auto" else "--layout"
     ids = f", ids from {fields.id_field}" if fields.id_field else ""
     return f"layout: {layout.name} ({layout.family}; {how}: {', '.join(used)}{ids})"

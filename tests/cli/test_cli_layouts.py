@@ -33,7 +33,8 @@ def test_layout_forces_checks_and_can_be_switched_off(
     base = ["eval", MMLU, "--model", "fake-model", "--backend", "fake", "--dry-run"]
     res = cli(*base, "--layout", "mmlu")
     assert res.exit_code == 0, res.stderr
-    assert res.stderr.startswith("layout: mmlu (multiple choice; --layout: question, answer)")
+    head = "layout: mmlu (multiple choice; --layout: question, choices, answer)"
+    assert res.stderr.startswith(head)
     # No layout: the generic names, and the sanity check names the likely fix.
     res = cli(*base, "--layout", "none")
     assert res.exit_code == 0, res.stderr

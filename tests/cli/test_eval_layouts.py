@@ -726,7 +726,8 @@ def test_the_mmlu_file_on_the_local_engine_with_default_options(tmp_path: Path) 
         env={**os.environ, "CURATE_DEBUG": ""},
     )
     assert res.returncode == 0, res.stderr[-2000:]
-    assert res.stderr.startswith("layout: mmlu (multiple choice; detected: question, answer)")
+    head = "layout: mmlu (multiple choice; detected: question, choices, answer)"
+    assert res.stderr.startswith(head)
     assert "grader: choice (the mmlu layout's grader)" in res.stderr
     assert "<|user|>What is 3 + 4?" in res.stderr and "  | C) 7" in res.stderr
     assert "reference as graded: 'C' (from 2)" in res.stderr

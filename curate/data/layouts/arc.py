@@ -23,6 +23,7 @@ class ARC(Layout):
     grader = "choice"
     prompt_from = "question + lettered choices.text"
     reference_from = "answerKey -> letter of its label"
+    also = ("choices",)
 
     def matches(self, cols: Columns) -> bool:
         question = cols.named(*QUESTION_FIELDS)

@@ -112,6 +112,8 @@ class Layout:
     prompt_from: ClassVar[str]  # how the prompt is made, for the docs table and the CLI
     reference_from: ClassVar[str]
     id_fields: ClassVar[tuple[str, ...]] = ("id",)
+    # Other columns it reads (the options, the entry point), named in the start lines.
+    also: ClassVar[tuple[str, ...]] = ()
 
     def matches(self, cols: Columns) -> bool:
         raise NotImplementedError

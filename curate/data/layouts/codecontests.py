@@ -24,6 +24,7 @@ class CodeContests(Layout):
     grader = "code"
     prompt_from = "description, with how the program is run"
     reference_from = "public_tests + private_tests"
+    also = ("private_tests",)
     id_fields = ("name", "id")
 
     def matches(self, cols: Columns) -> bool:

@@ -32,6 +32,7 @@ class GPQA(Layout):
     grader = "choice"
     prompt_from = "Question + the 4 answers shuffled per sample"
     reference_from = "letter of Correct Answer after the shuffle"
+    also = WRONG
     id_fields = ("Record ID", "id")
 
     def matches(self, cols: Columns) -> bool:

@@ -18,6 +18,7 @@ class HumanEval(Layout):
     grader = "code"
     prompt_from = "prompt (signature + docstring)"
     reference_from = "test, run with check(entry_point)"
+    also = ("entry_point",)
     id_fields = ("task_id", "id")
 
     def matches(self, cols: Columns) -> bool:

@@ -32,6 +32,7 @@ class Lettered(Layout):
     grader = "choice"
     prompt_from = "question + the options re-lettered"
     reference_from = "the answer letter"
+    also = OPTION_FIELDS
 
     def matches(self, cols: Columns) -> bool:
         options = cols.named(*OPTION_FIELDS)

@@ -21,6 +21,7 @@ class MMLU(Layout):
     grader = "choice"
     prompt_from = "question + lettered choices"
     reference_from = "answer index -> letter"
+    also = ("choices",)
 
     def matches(self, cols: Columns) -> bool:
         if not (cols.is_text("question") and cols.is_text_list("choices")):

@@ -21,6 +21,7 @@ class MMLUPro(Layout):
     grader = "choice"
     prompt_from = "question + lettered options (A-J)"
     reference_from = "answer letter (answer_index if it is missing)"
+    also = ("options",)
     id_fields = ("question_id", "id")
 
     def matches(self, cols: Columns) -> bool:
