@@ -140,12 +140,34 @@ def eval_cmd(
         ),
     ] = False,
     # Grading: how references are read and checked before anything is generated.
+    grader: Annotated[
+        str | None,
+        typer.Option(
+            help="exact, numeric, math, choice, code, regex:PATTERN, python:FILE.py:FUNC, "
+            "verl[:FILE.py:FUNC], trl:FILE.py:FUNC, reward-model (--reward-base-url) or "
+            "judge (an LLM, --judge-model). \\[default: the layout's grader, else "
+            "chosen from the references: numeric, choice, math or exact]",
+            metavar="SPEC",
+            show_default=False,
+            rich_help_panel=GRADING,
+        ),
+    ] = None,
+    layout: Annotated[
+        str,
+        typer.Option(
+            help="The data set's layout: auto (recognised from the field names and "
+            "types), none (generic field names), or a name from `curate layouts` "
+            "(mmlu, arc, gpqa, gsm8k, math, humaneval, chat, verl, ...).",
+            metavar="NAME",
+            rich_help_panel=PROMPTS,
+        ),
+    ] = "auto",
     reference_extract: Annotated[
         str,
         typer.Option(
             help="How to read each reference's answer: auto, gsm8k ('#### N'), boxed "
             "(last \\boxed{}), answer-is ('The answer is X'), last-number, or none (as "
-            "given). auto picks the layout most references have. \\[default: auto]",
+            "given). auto picks the form most references have. \\[default: auto]",
             metavar="MODE",
             show_default=False,
             rich_help_panel=GRADING,
@@ -184,10 +206,10 @@ def eval_cmd(
         str,
         typer.Option(
             "--truncated",
-            metavar="grade|wrong|error|exclude",
-            help="A rollout cut short (max_tokens, or reasoning never closed): grade it "
-            "as it stands (as verl and TRL do), score it 0, store an error row, or keep "
-            "it out of every statistic (DAPO's overlong filtering).",
+            metavar="POLICY",
+            help="A rollout cut short (max_tokens, or reasoning never closed): grade "
+            "(as it stands, as verl and TRL do), wrong (score 0), error (an error row) "
+            "or exclude (out of every statistic, DAPO's overlong filtering).",
             rich_help_panel=GRADING,
         ),
     ] = DEFAULT_TRUNCATION,
@@ -211,6 +233,7 @@ def eval_cmd(
         typer.Option(
             help="chat: apply the chat template; completion: raw text. "
             "\\[default: chat if the model has one]",
+            metavar="MODE",
             show_default=False,
             rich_help_panel=PROMPTS,
         ),
@@ -222,7 +245,8 @@ def eval_cmd(
     template: Annotated[
         str | None,
         typer.Option(
-            help="Prompt template over the fields, e.g. 'Q: {question}\\nA:'.",
+            help="Prompt template over the fields, e.g. 'Q: {question}\\nA:' or "
+            "'{choices.text[0]}'.",
             metavar="TEXT",
             rich_help_panel=PROMPTS,
         ),
@@ -230,7 +254,7 @@ def eval_cmd(
     prompt_field: Annotated[
         str | None,
         typer.Option(
-            help="Prompt column. \\[default: found by name]",
+            help="Prompt column. \\[default: the layout's, else found by name]",
             metavar="COL",
             rich_help_panel=PROMPTS,
         ),
@@ -238,7 +262,8 @@ def eval_cmd(
     answer_field: Annotated[
         str | None,
         typer.Option(
-            help="Reference answer column, or STRUCT.FIELD. \\[default: found by name]",
+            help="Reference answer column, or STRUCT.FIELD. \\[default: the layout's, "
+            "else found by name]",
             metavar="COL",
             rich_help_panel=PROMPTS,
         ),
@@ -246,7 +271,7 @@ def eval_cmd(
     id_field: Annotated[
         str | None,
         typer.Option(
-            help="Id column. \\[default: id or sample_id, else a content hash]",
+            help="Id column. \\[default: the layout's, else id or sample_id, else a content hash]",
             metavar="COL",
             rich_help_panel=PROMPTS,
         ),
@@ -293,18 +318,6 @@ def eval_cmd(
             rich_help_panel=SAMPLING,
         ),
     ] = 0,
-    grader: Annotated[
-        str | None,
-        typer.Option(
-            help="exact, numeric, math, choice, code, regex:PATTERN, python:FILE.py:FUNC, "
-            "verl[:FILE.py:FUNC], trl:FILE.py:FUNC, reward-model (--reward-base-url) or "
-            "judge (an LLM, --judge-model). \\[default: chosen from the "
-            "extracted references: numeric, choice, math or exact]",
-            metavar="SPEC",
-            show_default=False,
-            rich_help_panel=GRADING,
-        ),
-    ] = None,
     force_new: Annotated[
         bool,
         typer.Option(
@@ -487,6 +500,7 @@ def eval_cmd(
         mode=mode.value if mode else None,  # type: ignore[arg-type]
         system=system,
         template=template,
+        layout=layout,
         prompt_field=prompt_field,
         answer_field=answer_field,
         id_field=id_field,

@@ -24,7 +24,7 @@ GraderWorkersOpt = Annotated[
 CodeScoreOpt = Annotated[
     str | None,
     typer.Option(
-        metavar="all|fraction",
+        metavar="MODE",
         help="--grader code: 1 when every test passes (all, the default), or the "
         "share of tests passed (fraction).",
         show_default=False,
@@ -63,9 +63,9 @@ RewardKeyEnvOpt = Annotated[
 RewardEndpointOpt = Annotated[
     str,
     typer.Option(
-        metavar="auto|classify|pooling|score",
-        help="--grader reward-model: the endpoint to call; auto tries /classify, "
-        "/pooling, /score in turn with one probe.",
+        metavar="NAME",
+        help="--grader reward-model: the endpoint to call, auto, classify, pooling or "
+        "score; auto tries /classify, /pooling, /score in turn with one probe.",
         rich_help_panel=GRADING,
     ),
 ]

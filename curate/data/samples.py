@@ -19,6 +19,8 @@ from curate.errors import InputError, UsageError
 if TYPE_CHECKING:
     import polars as pl
 
+    from curate.data.layouts.base import Layout
+
 # Common column names, most specific first.
 PROMPT_FIELDS = ("prompt", "question", "problem", "input", "query", "instruction")
 MESSAGE_FIELDS = ("messages", "prompt", "conversation")
@@ -36,8 +38,12 @@ class FieldMap:
     prompt_field: str | None  # text prompt column (None when a template or messages are used)
     messages_field: str | None  # chat message-list column
     answer_field: str  # a column, or `struct.field` for an answer nested in a struct column
-    id_field: str | None  # None -> content-hash ids
+    id_field: str | None  # None -> content-hash ids (may be `struct.field`)
     template: str | None = None
+    # The catalogue layout recognised or named (curate/data/layouts/): it renders the
+    # prompt when the prompt field is its own, and reads the reference when the answer
+    # field is its own; None: the fields are used as they are.
+    layout: str | None = None
 
 
 def load_dataset(
@@ -85,8 +91,35 @@ def field_values(frame: pl.DataFrame, name: str) -> pl.Series:
 
 
 def answer_values(frame: pl.DataFrame, fields: FieldMap) -> list[Any]:
-    """The reference answer of every row, in row order."""
-    return field_values(frame, fields.answer_field).to_list()
+    """The reference answer of every row, in row order (as the layout reads it)."""
+    layout = _layout_parts(frame, fields)[1]
+    if layout is None:
+        return field_values(frame, fields.answer_field).to_list()
+    return [layout.reference(row, fields.answer_field) for row in _plain_rows(frame)]
+
+
+def _plain_rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
+    return [{k: _to_python(v) for k, v in row.items()} for row in frame.iter_rows(named=True)]
+
+
+def _layout_parts(frame: pl.DataFrame, fields: FieldMap) -> tuple[Layout | None, Layout | None]:
+    """(the layout when it renders the prompt, the layout when it reads the reference):
+    each only when the field used is the layout's own (a field the user names instead
+    is used as it is)."""
+    if fields.layout is None:
+        return None, None
+    from curate.data.layouts import Columns, get_layout
+
+    layout = get_layout(fields.layout)
+    cols = Columns.of(frame)
+    prompt = (
+        fields.template is None
+        and fields.prompt_field is not None
+        and fields.prompt_field == layout.prompt_field(cols)
+        and fields.messages_field is None
+    )
+    reference = fields.answer_field == layout.answer_field(cols)
+    return (layout if prompt else None), (layout if reference else None)
 
 
 def _is_message_list(value: Any) -> bool:
@@ -106,10 +139,26 @@ def resolve_fields(
     template: str | None = None,
     source: object = None,
     answer_names: Sequence[str] = ANSWER_FIELDS,
+    layout: str | None = None,
 ) -> FieldMap:
-    """Pick the prompt, answer and id columns: given names win, else common names
-    (`answer_names` for the answer: a grader may look for its own columns first)."""
+    """Pick the prompt, answer and id columns: given names win, then the layout's
+    (`layout`: "auto" detects one from the fields, a name forces it, None or "none"
+    uses none), else common names (`answer_names` for the answer: a grader may look
+    for its own columns first)."""
+    from curate.data.layouts import Columns, pick
+
     cols = frame.columns
+    chosen = pick(frame, layout, source=source)
+    messages_field = None
+    if chosen is not None:
+        view = Columns.of(frame)
+        if template is None and prompt_field is None:
+            prompt_field = chosen.prompt_field(view)
+            messages_field = chosen.messages_field(view)
+        answer_field = answer_field or chosen.answer_field(view)
+        id_field = (
+            id_field or chosen.id_field(view) or next((c for c in ID_FIELDS if c in cols), None)
+        )
 
     def need(name: str, what: str, *, nested: bool = False) -> str:
         # Only the answer may sit inside a struct (`reward_model.ground_truth`).
@@ -117,8 +166,9 @@ def resolve_fields(
             raise InputError(f"no {what} column '{name}' (have: {', '.join(cols)})", path=source)
         return name
 
-    messages_field = None
-    if template is not None:
+    if messages_field is not None:
+        pass  # the layout's chat messages
+    elif template is not None:
         fields = [f for _, f, _, _ in string.Formatter().parse(template) if f]
         missing = sorted({f.split(".")[0].split("[")[0] for f in fields} - set(cols))
         if missing:
@@ -145,6 +195,9 @@ def resolve_fields(
                     "or give --template",
                     path=source,
                 )
+            if _is_message_list(_first(frame, prompt_field)):
+                # OpenRLHF's `input` may hold chat messages: chat turns, never one string.
+                messages_field, prompt_field = prompt_field, None
     if answer_field is not None:
         need(answer_field, "answer", nested=True)
     else:
@@ -159,7 +212,7 @@ def resolve_fields(
                 path=source,
             )
     if id_field is not None:
-        need(id_field, "id")
+        need(id_field, "id", nested=True)
     else:
         id_field = next((c for c in ID_FIELDS if c in cols), None)
     return FieldMap(
@@ -168,6 +221,7 @@ def resolve_fields(
         answer_field=answer_field,
         id_field=id_field,
         template=template,
+        layout=chosen.name if chosen is not None else None,
     )
 
 
@@ -192,7 +246,7 @@ def assign_ids(frame: pl.DataFrame, fields: FieldMap, *, source: object = None) 
     import polars as pl
 
     if fields.id_field is not None:
-        ids = frame[fields.id_field].cast(pl.String)
+        ids = field_values(frame, fields.id_field).cast(pl.String)
         if ids.null_count():
             raise InputError(f"id field '{fields.id_field}' has missing values", path=source)
         dup = ids.filter(ids.is_duplicated())
@@ -221,6 +275,7 @@ def load_samples(
     id_field: str | None = None,
     template: str | None = None,
     answer_names: Sequence[str] = ANSWER_FIELDS,
+    layout: str | None = None,
 ) -> tuple[pl.DataFrame, FieldMap]:
     """`load_dataset`, its fields resolved, and a `sample_id` on every row."""
     frame = load_dataset(path, limit=limit, split=split)
@@ -232,6 +287,7 @@ def load_samples(
         template=template,
         source=path,
         answer_names=answer_names,
+        layout=layout,
     )
     return assign_ids(frame, fields, source=path), fields
 
@@ -264,6 +320,7 @@ def build_prompts(
 ) -> list[Prompt]:
     """One prompt per row: a string (completion mode) or a message list (chat mode)."""
     prompts: list[Prompt] = []
+    layout = _layout_parts(frame, fields)[0]
     for row in frame.iter_rows(named=True):
         if fields.messages_field is not None:
             messages = [dict(m) for m in _to_python(row[fields.messages_field])]
@@ -277,10 +334,11 @@ def build_prompts(
             prompts.append(messages)
             continue
         if fields.template is not None:
-            try:
-                text = fields.template.format_map(row)
-            except (KeyError, IndexError, ValueError) as exc:
-                raise InputError(f"--template could not be filled: {exc}", path=source) from exc
+            text = fill_template(fields.template, row, source=source)
+        elif layout is not None:
+            rendered = layout.text({k: _to_python(v) for k, v in row.items()})
+            assert fields.prompt_field is not None  # the layout renders only its own field
+            text = rendered if rendered is not None else str(row[fields.prompt_field])
         else:
             assert fields.prompt_field is not None
             value = row[fields.prompt_field]
@@ -300,3 +358,39 @@ def build_prompts(
         else:
             prompts.append(f"{system}\n\n{text}" if system else text)
     return prompts
+
+
+def fill_template(template: str, row: dict[str, Any], *, source: object = None) -> str:
+    """`template` filled from a row: `{field}`, `{struct.field}` and `{list[0]}` (the
+    dotted access --answer-field allows), or a one-line InputError."""
+    try:
+        return template.format_map(_Dotted({k: _to_python(v) for k, v in row.items()}))
+    except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
+        what = f"no field {exc}" if isinstance(exc, KeyError | AttributeError) else str(exc)
+        raise InputError(f"--template could not be filled: {what}", path=source) from None
+
+
+def _dotted(value: Any) -> Any:
+    if isinstance(value, dict) and not isinstance(value, _Dotted):
+        return _Dotted(value)
+    if isinstance(value, list) and not isinstance(value, _DottedList):
+        return _DottedList(value)
+    return value
+
+
+class _Dotted(dict[str, Any]):
+    """A row (or struct value) whose fields read as `{a.b}` as well as `{a[b]}`."""
+
+    def __getitem__(self, key: str) -> Any:
+        return _dotted(dict.__getitem__(self, key))
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(repr(name)) from None
+
+
+class _DottedList(list[Any]):
+    def __getitem__(self, index: Any) -> Any:
+        return _dotted(list.__getitem__(self, index))

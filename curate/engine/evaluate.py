@@ -88,6 +88,9 @@ class EvalOptions:
     mode: Mode | None = None  # None: chat when the model has a chat template
     system: str | None = None
     template: str | None = None
+    # The data set's layout (curate/data/layouts/): "auto" detects it, "none" uses the
+    # generic field names, a name forces that layout.
+    layout: str = "auto"
     prompt_field: str | None = None
     answer_field: str | None = None
     id_field: str | None = None
@@ -198,7 +201,7 @@ def load_eval_samples(opts: EvalOptions) -> tuple[pl.DataFrame, FieldMap]:
     """The samples `opts` names, with their fields resolved and a `sample_id` each.
     For the code grader the "answer" is the tests column (test, test_list, ...)."""
     answer_names: tuple[str, ...] = ANSWER_FIELDS
-    if grader_kind(opts.grader) == "code":
+    if grader_kind(opts.grader) == "code" and opts.answer_field is None:
         from curate.graders.code import TEST_FIELDS
 
         answer_names = (*TEST_FIELDS, *ANSWER_FIELDS)
@@ -211,6 +214,7 @@ def load_eval_samples(opts: EvalOptions) -> tuple[pl.DataFrame, FieldMap]:
         id_field=opts.id_field,
         template=opts.template,
         answer_names=answer_names,
+        layout=opts.layout,
     )
 
 
@@ -314,6 +318,7 @@ def _evaluate(
         messages_field=fields.messages_field,
         answer_field=fields.answer_field,
         id_field=fields.id_field,
+        layout=fields.layout,
         template=opts.template,
         system=opts.system,
         limit=opts.limit,

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curate.core.prompts import Mode, Prompt
-from curate.data.samples import FieldMap, build_prompts, references_by_id
+from curate.data.layouts import get_layout
+from curate.data.samples import FieldMap, build_prompts, field_values, references_by_id
+from curate.data.sanity import index_warnings
 from curate.engine.runner import sample_contexts
 from curate.errors import MissingExtraError, UsageError
 from curate.graders import Grader, get_grader
@@ -68,6 +70,9 @@ class Preflight:
     example_text: str | None = None  # the example prompt as the model sees it
     raw_references: dict[str, object] | None = None  # as the data set holds them
     grader_notes: tuple[str, ...] = ()  # the grader's own start lines (code: layouts, sandbox)
+    layout_line: str = ""  # which layout the data was read with, and from which fields
+    example_stored: object = None  # the example's answer field as the file holds it
+    sanity: tuple[str, ...] = ()  # what the layout catalogue did not know (curate.data.sanity)
 
     @property
     def references(self) -> dict[str, object]:
@@ -86,6 +91,15 @@ class Preflight:
         if not check.exceeds(self.max_bad_fraction):
             return None
         allow = math.ceil(check.bad_fraction * 100) / 100
+        if grader_kind(self.grader_spec) == "code" and _is_solution(self.fields.answer_field):
+            # A solution is not a test: allowing the bad references would grade nothing.
+            head = (
+                f"grader {self.grader_spec!r} runs tests, but --answer-field "
+                f"{self.fields.answer_field} holds a solution: name the tests column with "
+                f"--answer-field (e.g. test, test_list, input_output) or drop it to use "
+                f"the layout's"
+            )
+            return UsageError(head, path=data)
         head = (
             f"grader {self.grader_spec!r} cannot use {check.bad} of {check.total} references "
             f"({check.bad_fraction:.1%}; --max-bad-references allows "
@@ -121,16 +135,21 @@ class Preflight:
             )
             if ex.unread:
                 what += f"; {len(ex.unread)} kept as given"
-        out = [*_fit(what), *_fit(f"grader: {self.grader_reason}")]
+        out = [*_fit(self.layout_line)] if self.layout_line else []
+        out += [*_fit(what), *_fit(f"grader: {self.grader_reason}")]
         for note in self.grader_notes:
             out += _fit(note)
         out += _fit(f"check: {self.check.summary}")
+        for note in self.sanity:
+            out += _fit(f"warning: {note}")
         if self.example is not None:
             sid, _, how = self.example
             out += _fit(f"sample {sid}, as the model sees it ({how}):")
             out += _prompt_lines(self.example_text or "")
             reference = self.references.get(sid)
             raw = (self.raw_references or {}).get(sid, reference)
+            if raw == reference and self.example_stored is not None:
+                raw = self.example_stored  # as the file holds it, before the layout read it
             shown = f"reference as graded: {_short(reference, 40)}"
             if grader_kind(self.grader_spec) == "code":
                 shown = f"tests as run: {_short(reference, 60)}"  # the tests are the reference
@@ -168,6 +187,12 @@ class Preflight:
                 for bad in check.examples
             ],
         }
+
+
+def _is_solution(field: str) -> bool:
+    from curate.graders.code import SOLUTION_FIELDS
+
+    return field in SOLUTION_FIELDS
 
 
 def parse_score_range(text: str) -> tuple[float, float]:
@@ -253,7 +278,9 @@ def preflight(opts: EvalOptions, mode: Mode | None = None) -> Preflight:
     check_options(opts)
     frame, fields = load_eval_samples(opts)
     raw = references_by_id(frame, fields)
-    as_stored = grader_kind(opts.grader) in AS_STORED_KINDS
+    layout = get_layout(fields.layout) if fields.layout is not None else None
+    layout_grader = layout.grader if layout is not None and opts.grader is None else None
+    as_stored = grader_kind(opts.grader or layout_grader) in AS_STORED_KINDS
     if opts.reference_extract == "auto" and as_stored:
         # A reward function is called as the trainer will call it: on the data as stored;
         # the code grader's references are tests.
@@ -264,6 +291,14 @@ def preflight(opts: EvalOptions, mode: Mode | None = None) -> Preflight:
     if given is not None:
         spec, reason = given, f"{given} (given with --grader)"
         grader = _open(spec, opts)
+    elif layout is not None and layout_grader is not None:
+        spec, reason = layout_grader, f"{layout_grader} (the {layout.name} layout's grader)"
+        try:
+            grader = _open(spec, opts)
+        except MissingExtraError:
+            spec = "exact"
+            reason += "; math-verify is not installed (pip install 'curate[math]'): exact"
+            grader = _open(spec, opts)
     else:
         # Chosen on the references the extractor read: the ones it could not are data
         # problems for the check to report, not a reason to grade everything by `exact`.
@@ -297,14 +332,20 @@ def preflight(opts: EvalOptions, mode: Mode | None = None) -> Preflight:
         notes = tuple(notes_of(extraction.references, contexts)) if notes_of else ()
         example = None
         example_text = None
+        example_stored = None
         if prompts:
             sid = next(iter(prompts))
             example_text, how = shown_prompt(prompts[sid], opts.model, mode)
             example = (sid, prompts[sid], how)
+            if fields.layout is not None:
+                example_stored = field_values(frame.head(1), fields.answer_field).to_list()[0]
     except BaseException:
         grader.close()
         raise
     return Preflight(
+        layout_line=layout_line(frame, fields, opts.layout),
+        example_stored=example_stored,
+        sanity=tuple(index_warnings(frame, fields, raw)),
         frame=frame,
         fields=fields,
         extraction=extraction,
@@ -318,6 +359,31 @@ def preflight(opts: EvalOptions, mode: Mode | None = None) -> Preflight:
         raw_references=raw,
         grader_notes=notes,
     )
+
+
+def layout_line(frame: pl.DataFrame, fields: FieldMap, asked: str | None) -> str:
+    """`layout: mmlu (multiple choice; detected from question, choices, answer)`, or
+    which fields were taken by name when no layout was recognised."""
+    used = [
+        f
+        for f in (fields.prompt_field, fields.messages_field, fields.answer_field)
+        if f is not None
+    ]
+    if fields.template is not None:
+        used.insert(0, f"--template {fields.template!r}")
+    if fields.layout is None:
+        how = "--layout none" if (asked or "").strip().lower() == "none" else "none recognised"
+        return (
+            f"layout: {how}; fields by name: {', '.join(used)} "
+            "(curate layouts lists the known ones; --layout NAME forces one)"
+        )
+    layout = get_layout(fields.layout)
+    if fields.template is None and fields.messages_field is None:
+        # The columns the layout's prompt is made of, after the question.
+        used[1:1] = [c for c in layout.also if c in frame.columns and c not in used]
+    how = "detected" if (asked or "auto").strip().lower() == "auto" else "--layout"
+    ids = f", ids from {fields.id_field}" if fields.id_field else ""
+    return f"layout: {layout.name} ({layout.family}; {how}: {', '.join(used)}{ids})"
 
 
 def _open(spec: str, opts: EvalOptions) -> Grader:
@@ -424,5 +490,21 @@ def _prompt_lines(text: str, width: int = WIDTH) -> list[str]:
 
 
 def _short(value: object, limit: int) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 4] + "...'"
+    """A value as written, on one line: a string in quotes with no escapes added (a
+    reference `\\$5` shows as '\\$5', not with doubled backslashes), whitespace runs
+    shown as one space; lists and dicts the same way inside."""
+    text = _as_written(value)
+    if len(text) <= limit:
+        return text
+    tail = "...'" if isinstance(value, str) else "..."
+    return text[: limit - len(tail)] + tail
+
+
+def _as_written(value: object) -> str:
+    if isinstance(value, str):
+        return "'" + " ".join(value.split()) + "'"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_as_written(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_as_written(v)}" for k, v in value.items()) + "}"
+    return str(value)

@@ -131,6 +131,7 @@ def _fields(manifest: dict[str, Any], where: Path) -> FieldMap:
         answer_field=answer,
         id_field=manifest.get("id_field"),
         template=manifest.get("template"),
+        layout=manifest.get("layout"),
     )
 
 

@@ -34,6 +34,7 @@ from curate.core.reasoning import (
 )
 from curate.core.rollout import Rollout, rollout_columns
 from curate.core.seeds import derive_seed
+from curate.data.sanity import ANSWER_GRADERS, FormWatch, index_column
 from curate.engine.progress import NullProgress, OutcomeTally, Progress
 from curate.engine.spec import DEFAULT_CHUNK_SIZE, Evaluation, evaluation_of
 from curate.errors import CurateError, RunError, one_line
@@ -133,6 +134,18 @@ class GradingWatch:
             f"{head}. Stopped early; those rollouts are stored: fix the grader or the "
             "references and re-run the same command to resume"
         )
+
+
+def form_watch(grader: Grader, references: Mapping[str, Any], store: RolloutStore) -> FormWatch:
+    """The form check of the first graded rollouts (curate/data/sanity.py)."""
+    from curate.graders.registry import grader_kind
+
+    kind = grader_kind(getattr(grader, "name", ""))
+    indices = False
+    if kind in ANSWER_GRADERS:
+        samples = store.read_samples()
+        indices = samples is not None and index_column(samples, references) is not None
+    return FormWatch(kind, references, indices=indices)
 
 
 def sample_contexts(
@@ -419,6 +432,7 @@ def run_eval(
     # The trainer rewards read each sample's row: the one the run directory stores.
     contexts = sample_contexts(store.read_samples(), prompts) if needs_context(ev.grader) else None
     watch = GradingWatch(getattr(ev.grader, "name", type(ev.grader).__name__))
+    forms = form_watch(ev.grader, ev.references, store)
     chunk_requests = 0  # requests seen towards the first full chunk (streaming flushes)
 
     def store_part(
@@ -441,6 +455,7 @@ def run_eval(
         result.shards += 1
         tally.add_many(zip(cols["sample_id"], cols["score"], strict=True))
         progress.advance(n, len(errors), tally)
+        forms.observe(cols["extracted"], cols["score"], cols["completion"])
         return list(cols["error"])
 
     def store_chunk(
@@ -467,6 +482,8 @@ def run_eval(
             # chunk's worth of requests (or all of them) has been stored.
             done = chunk_requests >= min(ev.chunk_size, len(requests))
             reason = watch.verdict(chunk_done=done)
+            if reason is None and watch.decided:
+                reason = forms.verdict()  # answers and references never the same form
             if reason is not None:
                 left = sum(len(g) for _, later in parts[index + 1 :] for g in later)
                 if left:

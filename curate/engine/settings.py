@@ -23,6 +23,7 @@ SCORE_KEYS = (
     "messages_field",
     "answer_field",
     "id_field",
+    "layout",
     "sampling",
     "seed",
     "grader",
@@ -52,6 +53,7 @@ class EvalSettings:
     messages_field: str | None
     answer_field: str
     id_field: str | None
+    layout: str | None = None  # the catalogue layout the data was read with
     template: str | None = None
     system: str | None = None
     chat_template_sha256: str | None = None

@@ -46,6 +46,10 @@ def export_fields(
         if template is None:
             prompt_field = m.get("messages_field") or m.get("prompt_field")
     answer_field = answer_field or m.get("answer_field")
+    # The layout `curate eval` read the data with renders the same prompts (multiple
+    # choice options) and references (index -> letter); a run made before layouts
+    # existed has none; samples without a run are recognised as eval would.
+    layout = m.get("layout") if manifest is not None else "auto"
     return resolve_fields(
         samples,
         prompt_field=prompt_field,
@@ -53,6 +57,7 @@ def export_fields(
         template=template,
         id_field="sample_id" if "sample_id" in samples.columns else None,
         source=source,
+        layout=layout,
     )
 
 

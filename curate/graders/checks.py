@@ -130,6 +130,9 @@ def worked_solution(reference: object) -> str | None:
 
 
 def _shown(reference: object) -> str:
+    """The reference as written (a string's backslashes are not doubled, as repr does)."""
+    if isinstance(reference, str):
+        return one_line(f"'{reference}'", 80)
     try:
         text = repr(reference)
     except Exception:  # a huge int refuses repr()

@@ -74,7 +74,9 @@ def _parse_reference(reference: str) -> list[Any]:
     text = reference.strip()
     if not text:
         return []
-    has_delimiters = any(mark in text for mark in ("$", "\\boxed", "\\(", "\\["))
+    # An escaped dollar (MATH writes \$5) is currency, not a math delimiter.
+    unescaped = text.replace("\\$", "")
+    has_delimiters = any(mark in unescaped for mark in ("$", "\\boxed", "\\(", "\\["))
     parsed: list[Any] = []
     if not has_delimiters:
         # Bare LaTeX ("\frac{1}{2}", "x^2+1") is only recognised inside math delimiters.

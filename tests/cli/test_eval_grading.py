@@ -38,17 +38,19 @@ def test_gsm8k_layout_is_read_graded_numeric_and_recorded(
     out = tmp_path / "run"
     res = cli(*_eval(out, GSM8K, "-n", "2"))
     assert res.exit_code == 0, res.stderr
-    lines = res.stderr.splitlines()[:7]  # then the progress lines
+    lines = res.stderr.splitlines()[:8]  # then the progress lines
+    assert lines[0] == "layout: gsm8k (math; detected: question, answer)"
     assert (
-        lines[0]
+        lines[1]
         == "references: gsm8k (auto): answer from the '#### N' line, in 40 of 40 references"
     )
-    assert lines[1] == "grader: numeric (auto: 40 of 40 references are numbers)"
-    assert lines[2] == "check: grader 'numeric' accepts all 40 references"
+    assert lines[2] == "grader: numeric (auto: 40 of 40 references are numbers)"
+    assert lines[3] == "check: grader 'numeric' accepts all 40 references"
     # The fake model has no local chat template: its messages are shown instead.
     assert "as the model sees it (chat messages" in res.stderr
     assert "  | [user] What is 825 + 506?" in lines
-    assert "reference as graded: '1331' (from 'We add the two numbers.\\n...')" in lines
+    # As written: the rationale's newline is not shown as a doubled-backslash escape.
+    assert "reference as graded: '1331' (from 'We add the two numbers. T...')" in lines
     assert all(len(line) <= 80 for line in lines), lines
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["grader"] == "numeric"
@@ -66,7 +68,8 @@ def test_dry_run_prints_the_start_lines_and_writes_nothing(
     out = tmp_path / "run"
     res = cli(*_eval(out, GSM8K, "--dry-run"))
     assert res.exit_code == 0, res.stderr
-    assert res.stderr.startswith("references: gsm8k (auto)")
+    assert res.stderr.startswith("layout: gsm8k (math; detected")
+    assert "references: gsm8k (auto)" in res.stderr
     assert "reference as graded: '1331'" in res.stderr
     assert "dry run: 40 samples x 8 runs" in res.stdout
     assert not out.exists()

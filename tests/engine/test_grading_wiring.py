@@ -172,7 +172,8 @@ def test_announce_sees_the_preflight_before_the_engine_starts(tmp_path: Path) ->
         None,
         announce=announce,
     )
-    assert seen and seen[0][0].startswith("references: gsm8k (auto)")
+    assert seen and seen[0][0].startswith("layout: gsm8k (math; detected")
+    assert seen[0][1].startswith("references: gsm8k (auto)")
 
 
 def test_forced_modes_and_a_grader_given_explicitly(tmp_path: Path) -> None:

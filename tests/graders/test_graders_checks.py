@@ -57,7 +57,8 @@ def test_the_issue_11_failure_is_caught_before_generation(numeric: Grader) -> No
     assert (check.unparsable, check.rejected) == (0, 2)
     assert check.summary == (
         "grader 'exact' cannot use 2 of 3 references (66.7%): 0 unparsable, "
-        "2 not accepted as a correct answer; e.g. sample 1 '3 + 4 = 7\\n#### 7': looks "
+        # The reference as written, on one line (no repr escapes).
+        "2 not accepted as a correct answer; e.g. sample 1 '3 + 4 = 7 #### 7': looks "
         "like a worked solution, not an answer (its '####' line says '7'); extract the "
         "answers first"
     )
@@ -155,3 +156,12 @@ def test_issue_11_sample_file_end_to_end(numeric: Grader) -> None:
     completions = [f"So the answer is {ref}." for ref in extraction.references.values()]
     results = numeric.grade_batch(completions, list(extraction.references.values()))
     assert {result.score for result in results} == {1.0}
+
+
+def test_a_bad_reference_is_shown_as_written() -> None:
+    grader = get_grader("choice")
+    try:
+        check = check_references(grader, {"1": r"\$5"})
+    finally:
+        grader.close()
+    assert check.examples[0].reference == r"'\$5'"  # not '\\$5'

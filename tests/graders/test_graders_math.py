@@ -206,3 +206,25 @@ def test_unparseable_or_missing_reference_is_an_error(math_grader: MathGrader) -
     assert results[0].error is not None and "could not parse the reference" in results[0].error
     assert results[1].error == "reference is missing (None)"
     assert results[2] == GradeResult(score=1.0, extracted="1")
+
+
+@pytest.mark.parametrize(
+    ("completion", "reference", "score"),
+    [
+        # MATH-500's answer forms: currency, percent, units, \text{} (the class: an answer
+        # written with decorations the reference may or may not carry).
+        (r"\boxed{5}", r"\$5", 1.0),
+        (r"\boxed{\$5}", r"\$5", 1.0),
+        (r"\boxed{18.90}", r"\$18.90", 1.0),
+        (r"\boxed{6}", r"\$5", 0.0),
+        (r"\boxed{50\%}", r"50\%", 1.0),
+        (r"\boxed{10}", r"10\text{ cm}", 1.0),
+        (r"\boxed{C}", r"\text{(C)}", 1.0),
+        (r"\boxed{\text{Devon}}", r"\text{Devon}", 1.0),
+    ],
+)
+def test_math_answers_with_currency_percent_units_and_text(
+    math_grader: MathGrader, completion: str, reference: str, score: float
+) -> None:
+    [result] = math_grader.grade_batch([completion], [reference])
+    assert result.error is None and result.score == score
