@@ -1,8 +1,6 @@
 """Every export reads back into `curate eval` with default options: the same prompts
 (as chat messages) and the same references (as text) as the run it came from, sample by
-sample. What `curate eval` reads is the input side's (`curate.data.samples`); a format
-whose fields it does not know yet is marked, strictly, so that the day it reads them the
-mark has to go."""
+sample, through what `curate eval` reads (`curate.data.samples` with its layout detection)."""
 
 from __future__ import annotations
 
@@ -11,6 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from curate.data.layouts import AUTO
 from curate.data.samples import load_samples, prompts_by_id, references_by_id, resolve_fields
 from curate.exports.base import answer_text
 from curate.store.run_dir import RolloutStore
@@ -25,10 +24,6 @@ FORMATS = {
     "openrlhf": "out.jsonl",
     "openai-rft": "out.jsonl",
 }
-NOT_READ_YET = {
-    "openrlhf": "curate eval takes the carried `question` column for the prompt, not "
-    "OpenRLHF's `input` message list (the input side's layout detection)",
-}
 
 
 def _ids_of(frame: pl.DataFrame, fmt: str) -> list[str]:
@@ -38,15 +33,7 @@ def _ids_of(frame: pl.DataFrame, fmt: str) -> list[str]:
     return [str(s) for s in frame["sample_id"].to_list()]
 
 
-@pytest.mark.parametrize(
-    "fmt",
-    [
-        pytest.param(f, marks=pytest.mark.xfail(strict=True, reason=NOT_READ_YET[f]))
-        if f in NOT_READ_YET
-        else f
-        for f in FORMATS
-    ],
-)
+@pytest.mark.parametrize("fmt", list(FORMATS))
 def test_an_export_reads_back_with_the_same_prompts_and_references(
     cli, chat_run: Path, tmp_path: Path, fmt: str
 ) -> None:
@@ -59,7 +46,7 @@ def test_an_export_reads_back_with_the_same_prompts_and_references(
     want_prompts = prompts_by_id(samples, run_fields, "chat", system=SYSTEM)
     want_refs = {s: answer_text(v) for s, v in references_by_id(samples, run_fields).items()}
 
-    frame, fields = load_samples(out)  # curate eval's reader, default options
+    frame, fields = load_samples(out, layout=AUTO)  # curate eval's reader, its default options
     trainer = fmt not in ("jsonl", "parquet")  # the generic forms hold no system prompt
     got_prompts = prompts_by_id(frame, fields, "chat", system=None if trainer else SYSTEM)
     got_refs = references_by_id(frame, fields)
