@@ -107,6 +107,7 @@ def ingest(
     template: str | None = None,
     model: str | None = None,
     force: bool = False,
+    layout: str | None = "auto",
 ) -> IngestResult:
     """Write one run directory per step (`steps_per_run` steps each) under `out`."""
 
@@ -130,6 +131,7 @@ def ingest(
         answer_field=answer_field,
         id_field=id_field,
         template=template,
+        layout=layout,  # as `curate eval` reads it, so the prompts the trainer saw match
     )
     prompts = build_prompts(samples, fields, "chat", source=data)
     texts = {
@@ -366,6 +368,7 @@ def _manifest(
         "answer_field": fields.answer_field,
         "id_field": fields.id_field,
         "template": fields.template,
+        "layout": fields.layout,
         "grader": f"{fmt}:{column}",
         "grader_reason": f"the trainer's own reward ({column!r} of its rollout files)",
         "score_range": [score_range.low, score_range.high] if score_range is not None else None,

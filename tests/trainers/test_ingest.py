@@ -264,3 +264,28 @@ def test_trl_grpo_trainer_files_ingest(tmp_path: Path) -> None:
         # The same rewards, in the same multiset, as TRL logged them.
         assert sorted(rows["score"].to_list()) == sorted(logged["correct"].to_list())
         assert set(rows["sample_id"]) <= {r["id"] for r in questions(4)}
+
+
+def test_a_multiple_choice_set_matches_the_prompts_its_layout_rendered(tmp_path: Path) -> None:
+    """The class: a data set whose prompt the layout builds (options lettered under the
+    question). The trainer saw that rendered prompt, so ingest must read the data the way
+    `curate eval` does, and record the layout for the exports that follow."""
+    from curate.data.samples import build_prompts, load_samples
+
+    data = REPO / "sample_data" / "mmlu_layout.jsonl"
+    samples, fields = load_samples(data, layout="auto")
+    assert fields.layout == "mmlu"
+    prompts = build_prompts(samples, fields, "chat", source=data)
+    entries = [
+        {"input": qwen_like(prompt[-1]["content"]), "output": "A", "gts": "A", "score": 1.0}
+        for prompt in prompts
+        for _ in range(2)
+    ]
+    dump_generations(tmp_path / "dump", 1, entries)
+    out = tmp_path / "runs"
+    result = invoke_curate("ingest", tmp_path / "dump", "--data", data, "-o", out)
+    assert result.exit_code == 0, result.stderr
+    n = 2 * samples.height
+    assert f"{n} of {n} rollouts matched" in result.stdout
+    manifest = json.loads((out / "step-000001" / "manifest.json").read_text())
+    assert manifest["layout"] == "mmlu"
