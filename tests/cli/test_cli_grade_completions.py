@@ -185,7 +185,15 @@ def _bad_cases(tmp: Path) -> list[tuple[list[object], str]]:
             "invalid regular expression",
         ),
         # No answer column for the default grader: the data side's own error.
-        (["--completions", good, "--data", HUMANEVAL], "no answer column found"),
+        (
+            [
+                "--completions",
+                good,
+                "--data",
+                _write_jsonl(tmp / "q.jsonl", [{"id": "arith-0001", "question": "1 + 0?"}]),
+            ],
+            "no answer column found",
+        ),
         (["RUNDIR", "--grader", "exact", "--data", ARITHMETIC], "--data applies to --completions"),
     ]
 
