@@ -103,14 +103,19 @@ class Page:
         return result.get("result", {}).get("value")
 
     def wait_for(self, expression: str, timeout: float = 30, poll: float = 0.05) -> Any:
-        """Poll `expression` until it is truthy; its value."""
+        """Poll `expression` until it is truthy (an exception counts as not yet: the page
+        may still be loading); its value."""
         deadline = time.monotonic() + timeout
+        last = ""
         while True:
-            value = self.eval(expression)
+            try:
+                value = self.eval(expression)
+            except BrowserError as exc:
+                value, last = None, f" (last error: {exc})"
             if value:
                 return value
             if time.monotonic() > deadline:
-                raise BrowserError(f"timed out after {timeout}s waiting for: {expression}")
+                raise BrowserError(f"timed out after {timeout}s waiting for: {expression}{last}")
             time.sleep(poll)
 
     def navigate(self, url: str) -> None:

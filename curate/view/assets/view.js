@@ -107,21 +107,28 @@
       if (run.layout) { facts.push(run.layout); }
       facts.forEach(function (f) { add(card, el("div", "muted", f)); });
       run.notes.forEach(function (n) { add(card, el("div", "note", n)); });
-      add(card, kvTable(run.headline.map(function (h) { return [h.label, h.text, h.key]; })));
+      var blocks = el("div", "blocks");
+      add(card, blocks);
+      add(blocks, add(el("div"), el("h3", null, "figures"),
+        kvTable(run.headline.map(function (h) { return [h.label, h.text, h.key]; }))));
       var report = run.report;
-      add(card, el("h3", null, "categories (variance threshold " + report.threshold + ")"));
-      add(card, kvTable(state.meta.categories.map(function (c) {
+      var block = el("div");
+      add(blocks, block);
+      add(block, el("h3", null, "categories (variance threshold " + report.threshold + ")"));
+      add(block, kvTable(state.meta.categories.map(function (c) {
         return [state.meta.category_labels[c], String(report.categories[c]), "categories." + c];
       })));
       var ks = Object.keys(report.pass_at_k || {});
       if (ks.length) {
-        add(card, el("h3", null, "pass@k (unbiased)"));
-        add(card, kvTable(ks.map(function (k) {
+        add(block, el("h3", null, "pass@k (unbiased)"));
+        add(block, kvTable(ks.map(function (k) {
           return ["k=" + k, String(report.pass_at_k[k]), "pass_at_k." + k];
         })));
       }
       if (report.by_group && report.by_group.length) {
-        add(card, el("h3", null, "by " + (report.group_by || "group")));
+        var groupBlock = el("div");
+        add(blocks, groupBlock);
+        add(groupBlock, el("h3", null, "by " + (report.group_by || "group")));
         var t = el("table", "kv");
         var head = el("tr");
         [report.group_by || "group", "samples", "mean score", "high var", "mixed", "errors"].forEach(function (h) {
@@ -136,7 +143,7 @@
           });
           add(t, tr);
         });
-        add(card, t);
+        add(groupBlock, t);
       }
       if (report.compute_multiplier && report.compute_multiplier.reason) {
         add(card, el("p", "muted", report.compute_multiplier.reason));
@@ -385,7 +392,7 @@
     var vp = $("viewport"), spacer = $("spacer");
     var n = state.view.length;
     spacer.style.height = (n * ROW) + "px";
-    var first = Math.max(0, Math.floor(vp.scrollTop / ROW) - 5);
+    var first = Math.max(0, Math.floor((vp.scrollTop - $("table-head").offsetHeight) / ROW) - 5);
     var count = Math.ceil(vp.clientHeight / ROW) + 10;
     if (!force && first === state.rendered && count === state.renderedCount) { return; }
     state.rendered = first;
@@ -494,7 +501,16 @@
     return box;
   }
 
-  function rollout(r) {
+  // What a grader keeps in a rollout's `extracted`: the answer it compared, the code
+  // grader's per-test verdicts, or the judge's reply.
+  function extractedLabel(grader) {
+    var g = String(grader || "");
+    if (g.indexOf("code") === 0) { return "verdicts"; }
+    if (g.indexOf("judge") === 0) { return "judge"; }
+    return "answer";
+  }
+
+  function rollout(r, grader) {
     var box = el("div", "rollout" + (r.e !== undefined ? " error" : ""));
     var facts = el("div", "facts");
     add(facts, el("b", null, "#" + r.i));
@@ -504,7 +520,8 @@
       add(facts, el("span", r.s >= 1 ? "score-1" : (r.s <= 0 ? "score-0" : ""), "score " + r.s));
     }
     if (r.rs !== undefined) { add(facts, el("span", null, "raw reward " + r.rs)); }
-    if (r.x !== undefined) { add(facts, el("span", null, "answer: " + r.x)); }
+    var long = r.x !== undefined && (r.x.length > 60 || r.x.indexOf("\n") >= 0);
+    if (r.x !== undefined && !long) { add(facts, el("span", "extracted", extractedLabel(grader) + ": " + r.x)); }
     if (r.f !== undefined) { add(facts, el("span", null, "finish " + r.f)); }
     if (r.t) { add(facts, el("span", "note", "truncated")); }
     if (r.ct !== undefined) { add(facts, el("span", null, r.ct + " completion tokens")); }
@@ -512,6 +529,9 @@
     if (r.l !== undefined) { add(facts, el("span", null, fmt(r.l, 2) + " s")); }
     if (r.a !== undefined && r.a > 1) { add(facts, el("span", null, r.a + " attempts")); }
     add(box, facts);
+    if (long) {
+      add(box, add(el("div", "extracted"), el("span", "muted", extractedLabel(grader) + ":"), el("pre", "text", r.x)));
+    }
     if (r.e !== undefined) { add(box, el("pre", "text error-text", r.e)); }
     if (r.r !== undefined) {
       var summary = "reasoning (" + (r.rn || r.r.length).toLocaleString("en") + " characters" +
@@ -569,7 +589,7 @@
       if (!sameRef) { add(col, el("h3", null, "reference (as graded)"), reference(sample.ref[j] === null ? sample.ref[0] : sample.ref[j])); }
       var list = sample.ro[j];
       add(col, el("h3", null, list.length + " rollouts"));
-      list.forEach(function (item) { add(col, rollout(item)); });
+      list.forEach(function (item) { add(col, rollout(item, run.grader)); });
       add(runs, col);
     });
     add(box, runs);

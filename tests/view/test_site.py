@@ -1,0 +1,145 @@
+"""curate.view.site and `curate view` without a browser: what the site's data files hold
+against `curate report` and `curate compare`, every stored rollout in a chunk, the
+completion cap, and bad input (one line, exit 2, nothing half-written)."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from curate.cli.view import DEFAULT_MAX_CHARS as CLI_DEFAULT
+from curate.core.outcome import CATEGORIES
+from curate.store.run_dir import RolloutStore
+from curate.view import build_site
+from curate.view.site import ASSETS, DEFAULT_MAX_CHARS, MARKER
+from tests.conftest import ROOT
+from tests.view.conftest import curate, read_call
+from tests.view.runs import HOSTILE_ID, PAYLOAD, write_run
+
+
+def _index(site: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    meta, table = read_call(site / "data" / "index.js")
+    return meta, table
+
+
+def _value(report: dict[str, Any], key: str) -> Any:
+    value: Any = report
+    for part in key.split("."):
+        value = value[int(part)] if isinstance(value, list) else value[part]
+    return value
+
+
+def test_headline_figures_are_the_report_json_to_the_last_digit(
+    site: Path, reports: list[dict[str, Any]]
+) -> None:
+    meta, _ = _index(site)
+    for run, report in zip(meta["runs"], reports, strict=True):
+        assert run["report"] == report
+        assert len(run["headline"]) >= 10
+        for row in run["headline"]:
+            assert row["text"] == json.dumps(_value(report, row["key"])), row
+
+
+def test_table_columns_count_what_the_report_counts(
+    site: Path, reports: list[dict[str, Any]], compared: dict[str, Any]
+) -> None:
+    meta, table = _index(site)
+    for columns, report in zip(table["runs"], reports, strict=True):
+        counts = {c: columns["category"].count(i) for i, c in enumerate(CATEGORIES)}
+        assert counts == report["categories"]
+        assert sum(columns["suspect"]) == report["suspect_labels"]["count"]
+        assert sum(columns["errors"]) == report["errors"]
+    # The transition column counts what `curate compare` counts.
+    for t in compared["transitions"]:
+        name = f"{t['before'].replace('_', ' ')} \u2192 {t['after'].replace('_', ' ')}"
+        assert table["transition"].count(table["transitions"].index(name)) == t["count"]
+    for name, entry in compared["sets"].items():
+        assert table["set"].count(table["sets"].index(name)) == entry["count"]
+    assert set(table["groups"]) == {"gsm8k", "math"}
+
+
+def test_every_stored_rollout_is_in_a_chunk_as_stored(site: Path, runs: tuple[Path, Path]) -> None:
+    meta, table = _index(site)
+    samples: dict[str, Any] = {}
+    for k in range(meta["chunks"]):
+        number, items = read_call(site / "data" / f"chunk-{k}.js")
+        assert number == k
+        samples.update({s["id"]: s for s in items})
+    assert list(samples) == table["id"]
+    for j, run in enumerate(runs):
+        stored = RolloutStore(run).rollouts()
+        shown = [(sid, r) for sid, s in samples.items() for r in s["ro"][j]]
+        assert len(shown) == stored.height
+        errors = [r for _, r in shown if "e" in r]
+        assert len(errors) == stored["error"].drop_nulls().len()
+        assert all("s" not in r for r in errors)  # an error row has no score
+        hostile = samples[HOSTILE_ID]
+        assert [r.get("c") for r in hostile["ro"][j]][:3] == [PAYLOAD] * 3
+    evil = samples[HOSTILE_ID]
+    assert evil["p"][0][1] == ["user", PAYLOAD]  # chat turns, the system turn first
+    assert evil["p"][0][0][0] == "system"
+    assert evil["ref"][0] == ["7", f"#### 7\n{PAYLOAD}"]  # as graded, as stored
+
+
+def test_max_chars_caps_completions_and_says_so(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "run", samples=6, runs=2)
+    result = build_site([run], tmp_path / "site", max_chars=10)
+    assert result.capped > 0
+    _, items = read_call(tmp_path / "site" / "data" / "chunk-0.js")
+    cut = [r for s in items for r in s["ro"][0] if "cn" in r]
+    assert cut and all(len(r["c"]) == 10 and r["cn"] > 10 for r in cut)
+    assert all(len(r.get("c", "")) <= 10 for s in items for r in s["ro"][0])
+    # 0 keeps everything: the site replaces the previous one in place.
+    again = build_site([run], tmp_path / "site", max_chars=0)
+    assert again.capped == 0 and again.bytes > result.bytes
+
+
+def test_bad_input_is_one_line_exit_2_and_leaves_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    done = curate("view", tmp_path / "missing-run", "-o", out)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "missing-run" in done.stderr and "Traceback" not in done.stderr
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+    # A directory that is not a site of this command is never overwritten.
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("keep me")
+    run = write_run(tmp_path / "run", samples=4, runs=2)
+    done = curate("view", run, "-o", precious)
+    assert done.returncode == 2 and "not a site written by `curate view`" in done.stderr
+    assert [p.name for p in precious.iterdir()] == ["notes.txt"]
+    # A missing --group-by column: the report's own error, and no site.
+    done = curate("view", run, "-o", out, "--group-by", "nope")
+    assert done.returncode == 2 and "nope" in done.stderr and not out.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".site.")]
+
+
+def test_a_score_table_opens_too(tmp_path: Path) -> None:
+    table = tmp_path / "scores.parquet"
+    pl.DataFrame(
+        {"sample_id": ["a", "a", "b", "b"], "run_idx": [0, 1, 0, 1], "score": [1.0, 0.0, 1.0, 1.0]}
+    ).write_parquet(table)
+    result = build_site([table], tmp_path / "site")
+    assert result.samples == 2 and result.rollouts == 4
+    meta, _ = _index(tmp_path / "site")
+    assert any("no completions" in n for n in meta["runs"][0]["notes"])
+
+
+def test_assets_ship_as_package_data_and_defaults_agree(site: Path) -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    patterns = config["tool"]["setuptools"]["package-data"]["curate.view"]
+    package = ROOT / "curate" / "view"  # package-data patterns are relative to it
+    shipped = {p.name for pattern in patterns for p in package.glob(pattern)}
+    assert shipped == set(ASSETS)
+    assert (site / MARKER).is_file() and (site / "assets" / "view.js").is_file()
+    assert CLI_DEFAULT == DEFAULT_MAX_CHARS
+    # The page runs only its own files: a CSP without inline script, nothing remote.
+    page = (site / "index.html").read_text()
+    assert "script-src 'self'" in page and "unsafe-inline" not in page
+    assert "http://" not in page and "https://" not in page
+    script = (site / "assets" / "view.js").read_text()
+    assert "innerHTML" not in script and "eval(" not in script and "fetch(" not in script
