@@ -1,7 +1,7 @@
 /* curate view: the page behind `curate view`. No dependencies, nothing from the network.
  *
- * Data arrives as scripts that call curateView.index/chunk/search (browsers refuse fetch()
- * file:// URLs). Everything from a run (completions, prompts, references, ids, labels) is
+ * Data arrives as scripts that call curateView.index/chunk/search (browsers refuse to
+ * fetch file:// URLs). Everything from a run (completions, prompts, references, ids, labels) is
  * untrusted text: it only ever reaches the page through textContent, never as markup,
  * and never as a URL. */
 (function () {
