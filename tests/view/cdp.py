@@ -50,12 +50,15 @@ class Page:
     def __init__(self, url: str) -> None:
         from websockets.sync.client import connect
 
-        self._ws = connect(url, max_size=None, open_timeout=30)
+        # Entered as a context manager: websockets warns about a bare connection.
+        self._ws = connect(url, max_size=None, open_timeout=30).__enter__()
         self._ids = itertools.count(1)
         self.console: list[str] = []
         self.exceptions: list[str] = []
         self.send("Runtime.enable")
         self.send("Page.enable")
+        # A background tab gets no animation frames: the page must be the visible one.
+        self.send("Page.bringToFront")
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

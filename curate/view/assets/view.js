@@ -14,7 +14,7 @@
     search: [], searchRequested: false,
     view: [], sortKey: null, sortDir: 1,
     positions: null, current: null, columns: [], rendered: -1, renderedCount: -1,
-    filterTimer: 0, frame: 0, firstRender: 0
+    filterTimer: 0, firstRender: 0
   };
 
   function $(id) { return document.getElementById(id); }
@@ -281,11 +281,9 @@
     state.columns = buildColumns();
     renderHead();
     var vp = $("viewport");
-    vp.addEventListener("scroll", function () {
-      if (!state.frame) {
-        state.frame = requestAnimationFrame(function () { state.frame = 0; renderRows(false); });
-      }
-    });
+    // Rows are rendered in the scroll event itself: a handful of elements, and it redraws
+    // only when the first visible row changes.
+    vp.addEventListener("scroll", function () { renderRows(false); });
     vp.addEventListener("click", function (ev) {
       var row = ev.target.closest ? ev.target.closest(".row") : null;
       if (row && row.hasAttribute("data-index")) {
