@@ -16,6 +16,7 @@ from curate.errors import InputError
 if TYPE_CHECKING:
     import polars as pl
 
+    from curate.core.prompts import Mode
     from curate.report.build import Report
 
 # The rollout fields a sample's view shows, as stored (curate.core.rollout).
@@ -169,7 +170,7 @@ def _prompts_and_references(data: RunData, samples: pl.DataFrame | None) -> None
     if fields.prompt_field is None and fields.messages_field is None and fields.template is None:
         data.notes.append("the manifest names no prompt field: prompts are not shown")
     samples = samples.with_columns(samples["sample_id"].cast(str))
-    mode = "completion" if manifest.get("mode") == "completion" else "chat"
+    mode: Mode = "completion" if manifest.get("mode") == "completion" else "chat"
     try:
         raw = references_by_id(samples, fields)
         if fields.prompt_field or fields.messages_field or fields.template:

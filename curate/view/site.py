@@ -154,8 +154,7 @@ def _check_target(target: Path, runs: list[Path]) -> None:
         raise InputError("exists and is not a directory", path=target)
     if target.is_dir() and any(target.iterdir()) and not (target / MARKER).is_file():
         raise InputError(
-            "exists and is not a site written by `curate view`: choose an empty or new "
-            "directory",
+            "exists and is not a site written by `curate view`: choose an empty or new directory",
             path=target,
         )
     if not target.parent.is_dir():
@@ -199,7 +198,8 @@ def _write(
     ids = sorted(set().union(*(set(r.per_sample["sample_id"].to_list()) for r in runs)))
     order = pl.DataFrame({"sample_id": ids}, schema={"sample_id": pl.String})
     chunks = (len(ids) + chunk_samples - 1) // chunk_samples
-    meta = {
+    searches = (len(ids) + SEARCH_SAMPLES - 1) // SEARCH_SAMPLES
+    meta: dict[str, Any] = {
         "curate": __version__,
         "runs": [_run_meta(site, i, r) for i, r in enumerate(runs)],
         "comparison": None,
@@ -210,7 +210,7 @@ def _write(
         "chunk_samples": chunk_samples,
         "chunks": chunks,
         "search_samples": SEARCH_SAMPLES,
-        "searches": (len(ids) + SEARCH_SAMPLES - 1) // SEARCH_SAMPLES,
+        "searches": searches,
         "max_chars": max_chars,
     }
     table: dict[str, Any] = {"id": ids, "runs": [_run_columns(order, r) for r in runs]}
@@ -224,7 +224,7 @@ def _write(
     texts = _texts(runs)
     table["preview"] = [_preview(texts.get(sid, ("", ""))[0]) for sid in ids]
     (site / "data" / "index.js").write_text(js_call("index", meta, table), encoding="utf-8")
-    for k in range(meta["searches"]):
+    for k in range(searches):
         part = ids[k * SEARCH_SAMPLES : (k + 1) * SEARCH_SAMPLES]
         rows = [" \n ".join(texts.get(sid, ("", ""))).lower()[:SEARCH_CHARS] for sid in part]
         (site / "data" / f"search-{k}.js").write_text(js_call("search", k, rows), "utf-8")
@@ -254,11 +254,14 @@ def _run_meta(site: Path, index: int, run: RunData) -> dict[str, Any]:
     ]
     from curate.stats.mixed import mixed_label
 
-    rows.insert(9, {
-        "label": mixed_label(g),
-        "key": "gate.expected_open_fraction",
-        "text": _value_text(report, ("gate", "expected_open_fraction")),
-    })
+    rows.insert(
+        9,
+        {
+            "label": mixed_label(g),
+            "key": "gate.expected_open_fraction",
+            "text": _value_text(report, ("gate", "expected_open_fraction")),
+        },
+    )
     rows = [r for r in rows if r["text"] is not None]
     return {
         "label": run.label,
@@ -465,11 +468,14 @@ def _write_chunks(
                         value = values[row]
                         if value is None:
                             continue
-                        if name in ("completion", "reasoning") and max_chars is not None:
-                            if len(value) > max_chars:
-                                item[SHORT_KEYS[name] + "n"] = len(value)
-                                value = value[:max_chars]
-                                capped += 1
+                        if (
+                            name in ("completion", "reasoning")
+                            and max_chars is not None
+                            and len(value) > max_chars
+                        ):
+                            item[SHORT_KEYS[name] + "n"] = len(value)
+                            value = value[:max_chars]
+                            capped += 1
                         item[SHORT_KEYS[name]] = value
                     items.append(item)
                 rollouts.append(items)

@@ -121,9 +121,7 @@ def write_run(
                     finish_reason=None,
                 )
             elif s % 5 == 4 and r == 0:  # cut short at max_tokens
-                row.update(
-                    score=0.0, finish_reason="length", truncated=True, completion_tokens=64
-                )
+                row.update(score=0.0, finish_reason="length", truncated=True, completion_tokens=64)
             if sid == HOSTILE_ID:
                 row.update(
                     completion=PAYLOAD,

@@ -47,7 +47,7 @@ def test_headline_figures_are_the_report_json_to_the_last_digit(
 def test_table_columns_count_what_the_report_counts(
     site: Path, reports: list[dict[str, Any]], compared: dict[str, Any]
 ) -> None:
-    meta, table = _index(site)
+    _, table = _index(site)
     for columns, report in zip(table["runs"], reports, strict=True):
         counts = {c: columns["category"].count(i) for i, c in enumerate(CATEGORIES)}
         assert counts == report["categories"]

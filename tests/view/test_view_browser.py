@@ -224,8 +224,7 @@ def test_hostile_text_is_shown_as_text_and_runs_nothing(page: Page) -> None:
     page.eval("document.querySelector('#spacer .row').click(); true")
     assert page.wait_for(SAMPLE_READY) == HOSTILE_ID
     page.eval(
-        "document.querySelectorAll('#sample details').forEach(function (d) { d.open = true; });"
-        "true"
+        "document.querySelectorAll('#sample details').forEach(function (d) { d.open = true; });true"
     )
     page.eval("new Promise(function (done) { setTimeout(done, 300); })")  # async handlers
     seen = page.eval(
@@ -254,18 +253,14 @@ def test_hostile_text_is_shown_as_text_and_runs_nothing(page: Page) -> None:
     assert page.eval("typeof window.__pwned") == "undefined"
 
 
-def test_the_table_is_virtualised_and_scrolls_to_the_end(
-    chromium: Browser, tmp_path: Path
-) -> None:
+def test_the_table_is_virtualised_and_scrolls_to_the_end(chromium: Browser, tmp_path: Path) -> None:
     run = write_run(tmp_path / "big", samples=5_000, runs=2, hostile=False)
     build_site([run], tmp_path / "site")
     page = _open(chromium, tmp_path / "site")
     try:
         assert _count(page) == 5_000
         assert page.eval("document.querySelectorAll('#spacer .row').length") < 80
-        page.eval(
-            "var v = document.getElementById('viewport'); v.scrollTop = v.scrollHeight; true"
-        )
+        page.eval("var v = document.getElementById('viewport'); v.scrollTop = v.scrollHeight; true")
         page.wait_for(
             "Array.from(document.querySelectorAll('#spacer .row')).some(function (r) {"
             " return r.firstChild.textContent === 'q999'; })"  # the last id in sort order
