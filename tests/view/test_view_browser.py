@@ -160,7 +160,7 @@ def test_filters_count_what_the_report_counts(
     assert _set(page, "f-significant", True) == compared["significant"]
 
 
-def test_sorting_orders_rows_and_keeps_missing_values_last(page: Page) -> None:
+def test_sorting_orders_rows_and_keeps_missing_values_last(page: Page, tmp_path: Path) -> None:
     column = _column(page, "pass_rate")
     page.eval("document.querySelector('#table-head [data-sort=pass_rate]').click(); true")
     up = [float(r[column]) for r in _rows(page) if r[column]]
@@ -175,6 +175,9 @@ def test_sorting_orders_rows_and_keeps_missing_values_last(page: Page) -> None:
     page.eval("document.querySelector('#table-head [data-sort=id]').click(); true")
     names = [r[ids] for r in _rows(page)]
     assert names == sorted(names)
+    page.eval("document.querySelector('#table-head [data-sort=pass_rate]').click(); true")
+    page.eval("document.getElementById('table-section').scrollIntoView(); true")
+    _shot(page, "view-table.png", tmp_path)
 
 
 def test_search_reads_prompts_and_references(page: Page) -> None:
