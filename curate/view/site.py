@@ -32,7 +32,7 @@ from curate import __version__
 from curate.core.outcome import CATEGORIES, LABELS
 from curate.errors import InputError, UsageError
 from curate.view.collect import ROLLOUT_FIELDS, RunData, as_text, collect_run
-from curate.view.script import js_call
+from curate.view.script import js_call, js_call_json
 
 if TYPE_CHECKING:
     import polars as pl
@@ -427,60 +427,75 @@ def _turns(prompt: Any) -> Any:
     return as_text(prompt)
 
 
+def _rollout_json(frame: pl.DataFrame, max_chars: int | None) -> tuple[dict[str, str], int]:
+    """sample_id -> the sample's rollouts as JSON columns ({"i": [...], "s": [...], ...},
+    SHORT_KEYS; a field null in every row of the run is left out), encoded by polars;
+    and how many texts were cut at `max_chars` (their full length in the key + "n")."""
+    import polars as pl
+
+    exprs: list[pl.Expr] = []
+    capped = 0
+    for name in ROLLOUT_FIELDS:
+        if name not in frame.columns or frame[name].null_count() == frame.height:
+            continue
+        column = pl.col(name)
+        key = SHORT_KEYS[name]
+        if name in ("completion", "reasoning") and max_chars is not None:
+            length = column.str.len_chars()
+            over = int((frame[name].str.len_chars() > max_chars).sum())
+            if over:
+                capped += over
+                exprs.append(pl.when(length > max_chars).then(length).alias(key + "n"))
+                column = column.str.slice(0, max_chars)
+        exprs.append(column.alias(key))
+    grouped = (
+        frame.select("sample_id", *exprs)
+        .group_by("sample_id", maintain_order=True)
+        .agg(pl.exclude("sample_id"))
+    )
+    encoded = grouped.select(
+        "sample_id", pl.struct(pl.exclude("sample_id")).struct.json_encode().alias("json")
+    )
+    return dict(zip(encoded["sample_id"].to_list(), encoded["json"].to_list(), strict=True)), capped
+
+
 def _write_chunks(
     site: Path, ids: list[str], runs: list[RunData], max_chars: int | None, size: int
 ) -> int:
-    """data/chunk-K.js for every CHUNK of samples; returns how many texts were capped."""
+    """data/chunk-K.js for every CHUNK of samples; returns how many texts were capped.
+
+    A sample is {"id", "p": [prompt per run], "ref": [[graded, stored] per run], "ro":
+    [rollout columns per run]}; a run whose prompt or reference equals the first run's
+    stores null there."""
+    import json
+
     capped = 0
-    # Each run's rollouts as columns, with the row range of every sample (rows are
-    # sorted by sample_id, run_idx).
-    columns = []
+    encoded = []
     for run in runs:
-        frame = run.rollouts
-        cols = {f: frame[f].to_list() for f in ROLLOUT_FIELDS if f in frame.columns}
-        bounds: dict[str, tuple[int, int]] = {}
-        sids = frame["sample_id"].to_list()
-        start = 0
-        for row in range(1, len(sids) + 1):
-            if row == len(sids) or sids[row] != sids[start]:
-                bounds[sids[start]] = (start, row)
-                start = row
-        columns.append((cols, bounds))
+        by_sample, cut = _rollout_json(run.rollouts, max_chars)
+        encoded.append(by_sample)
+        capped += cut
+
+    def dumps(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
     for k in range(0, len(ids), size):
-        samples = []
+        parts = []
         for sid in ids[k : k + size]:
             prompts: list[Any] = []
             references: list[Any] = []
-            rollouts: list[Any] = []
-            for run, (cols, bounds) in zip(runs, columns, strict=True):
+            for run in runs:
                 prompt = _turns(run.prompts.get(sid))
                 ref = run.references.get(sid)
-                # A run whose prompt or reference equals the first run's stores none.
-                same_prompt = bool(prompts) and prompt == prompts[0]
-                prompts.append(None if same_prompt else prompt)
                 pair = None if ref is None else [as_text(ref[0]), as_text(ref[1])]
+                prompts.append(None if prompts and prompt == prompts[0] else prompt)
                 references.append(None if references and pair == references[0] else pair)
-                lo, hi = bounds.get(sid, (0, 0))
-                items = []
-                for row in range(lo, hi):
-                    item: dict[str, Any] = {}
-                    for name, values in cols.items():
-                        value = values[row]
-                        if value is None:
-                            continue
-                        if (
-                            name in ("completion", "reasoning")
-                            and max_chars is not None
-                            and len(value) > max_chars
-                        ):
-                            item[SHORT_KEYS[name] + "n"] = len(value)
-                            value = value[:max_chars]
-                            capped += 1
-                        item[SHORT_KEYS[name]] = value
-                    items.append(item)
-                rollouts.append(items)
-            samples.append({"id": sid, "p": prompts, "ref": references, "ro": rollouts})
-        text = js_call("chunk", k // size, samples)
+            rollouts = ",".join(by_sample.get(sid, "null") for by_sample in encoded)
+            parts.append(
+                f'{{"id":{dumps(sid)},"p":{dumps(prompts)},"ref":{dumps(references)},'
+                f'"ro":[{rollouts}]}}'
+            )
+        text = js_call_json("chunk", str(k // size), "[" + ",".join(parts) + "]")
         (site / "data" / f"chunk-{k // size}.js").write_text(text, encoding="utf-8")
     return capped
 

@@ -26,6 +26,15 @@ def _index(site: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return meta, table
 
 
+def _rows(columns: dict[str, list[Any]] | None) -> list[dict[str, Any]]:
+    """A run's rollouts of a sample, from the chunk's columns (as the page reads them)."""
+    if columns is None:
+        return []
+    return [
+        {k: v[i] for k, v in columns.items() if v[i] is not None} for i in range(len(columns["i"]))
+    ]
+
+
 def _value(report: dict[str, Any], key: str) -> Any:
     value: Any = report
     for part in key.split("."):
@@ -72,13 +81,22 @@ def test_every_stored_rollout_is_in_a_chunk_as_stored(site: Path, runs: tuple[Pa
     assert list(samples) == table["id"]
     for j, run in enumerate(runs):
         stored = RolloutStore(run).rollouts()
-        shown = [(sid, r) for sid, s in samples.items() for r in s["ro"][j]]
+        shown = [(sid, r) for sid, s in samples.items() for r in _rows(s["ro"][j])]
         assert len(shown) == stored.height
         errors = [r for _, r in shown if "e" in r]
         assert len(errors) == stored["error"].drop_nulls().len()
         assert all("s" not in r for r in errors)  # an error row has no score
         hostile = samples[HOSTILE_ID]
-        assert [r.get("c") for r in hostile["ro"][j]][:3] == [PAYLOAD] * 3
+        assert [r.get("c") for r in _rows(hostile["ro"][j])][:3] == [PAYLOAD] * 3
+        # Every stored field of every rollout, as stored (the first run's first sample).
+        first = stored.filter(stored["sample_id"] == table["id"][1]).sort("run_idx")
+        for row, shown_row in zip(first.to_dicts(), _rows(samples[table["id"][1]]["ro"][j])):
+            assert shown_row["i"] == row["run_idx"] and shown_row.get("c") == row["completion"]
+            assert shown_row.get("s") == row["score"] and shown_row.get("e") == row["error"]
+            assert (
+                shown_row.get("r") == row["reasoning"]
+                and shown_row["ct"] == row["completion_tokens"]
+            )
     evil = samples[HOSTILE_ID]
     assert evil["p"][0][1] == ["user", PAYLOAD]  # chat turns, the system turn first
     assert evil["p"][0][0][0] == "system"
@@ -90,9 +108,14 @@ def test_max_chars_caps_completions_and_says_so(tmp_path: Path) -> None:
     result = build_site([run], tmp_path / "site", max_chars=10)
     assert result.capped > 0
     _, items = read_call(tmp_path / "site" / "data" / "chunk-0.js")
-    cut = [r for s in items for r in s["ro"][0] if "cn" in r]
+    shown = [r for s in items for r in _rows(s["ro"][0])]
+    cut = [r for r in shown if "cn" in r]
     assert cut and all(len(r["c"]) == 10 and r["cn"] > 10 for r in cut)
-    assert all(len(r.get("c", "")) <= 10 for s in items for r in s["ro"][0])
+    assert all(len(r.get("c", "")) <= 10 and len(r.get("r", "")) <= 10 for r in shown)
+    stored = RolloutStore(run).rollouts()
+    long = stored["completion"].str.len_chars() > 10
+    assert len(cut) == int(long.sum())
+    assert result.capped == len(cut) + int((stored["reasoning"].str.len_chars() > 10).sum())
     # 0 keeps everything: the site replaces the previous one in place.
     again = build_site([run], tmp_path / "site", max_chars=0)
     assert again.capped == 0 and again.bytes > result.bytes

@@ -546,6 +546,23 @@
     return box;
   }
 
+  // A run's rollouts of one sample arrive as columns ({"i": [...], "s": [...], ...}, null
+  // where a rollout has no value): one object a rollout, without its null fields.
+  function rowsOf(columns) {
+    if (!columns) { return []; }
+    var keys = Object.keys(columns), rows = [];
+    var n = columns.i ? columns.i.length : 0;
+    for (var k = 0; k < n; k++) {
+      var row = {};
+      keys.forEach(function (key) {
+        var v = columns[key][k];
+        if (v !== null && v !== undefined) { row[key] = v; }
+      });
+      rows.push(row);
+    }
+    return rows;
+  }
+
   function renderSample(box, pos, sample) {
     var meta = state.meta, t = state.table;
     clear(box);
@@ -585,7 +602,7 @@
       }
       if (!samePrompt) { add(col, el("h3", null, "prompt"), turns(sample.p[j] === null ? sample.p[0] : sample.p[j])); }
       if (!sameRef) { add(col, el("h3", null, "reference (as graded)"), reference(sample.ref[j] === null ? sample.ref[0] : sample.ref[j])); }
-      var list = sample.ro[j];
+      var list = rowsOf(sample.ro[j]);
       add(col, el("h3", null, list.length + " rollouts"));
       list.forEach(function (item) { add(col, rollout(item, run.grader)); });
       add(runs, col);
