@@ -89,8 +89,8 @@ def test_every_stored_rollout_is_in_a_chunk_as_stored(site: Path, runs: tuple[Pa
         hostile = samples[HOSTILE_ID]
         assert [r.get("c") for r in _rows(hostile["ro"][j])][:3] == [PAYLOAD] * 3
         # Every stored field of every rollout, as stored (the first run's first sample).
-        first = stored.filter(stored["sample_id"] == table["id"][1]).sort("run_idx")
-        for row, shown_row in zip(first.to_dicts(), _rows(samples[table["id"][1]]["ro"][j])):
+        first = stored.filter(stored["sample_id"] == table["id"][1]).sort("run_idx").to_dicts()
+        for row, shown_row in zip(first, _rows(samples[table["id"][1]]["ro"][j]), strict=True):
             assert shown_row["i"] == row["run_idx"] and shown_row.get("c") == row["completion"]
             assert shown_row.get("s") == row["score"] and shown_row.get("e") == row["error"]
             assert (
