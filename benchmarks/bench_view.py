@@ -77,33 +77,40 @@ def make_run(root: Path, samples: int, runs: int, chars: int, seed: int) -> Path
     truth = np.repeat(answers, runs)
     said = np.where(right & ~cut, truth, truth + 1)
     filler = "Let me work this out step by step, carefully. " * (chars // 46 + 1)
-    frame = pl.DataFrame(
-        {
-            "sample_id": np.repeat(ids, runs),
-            "run_idx": np.tile(np.arange(runs, dtype=np.int32), samples),
-            "score": np.where(failed, np.nan, (right & ~cut).astype(np.float64)),
-            "said": said,
-            "failed": failed,
-            "truncated": cut,
-            "completion_tokens": rng.integers(20, 256, size=total).astype(np.int32),
-            "prompt_tokens": np.full(total, 40, dtype=np.int32),
-        }
-    ).with_columns(
-        pl.when(pl.col("failed")).then(None).otherwise(pl.col("score")).alias("score"),
-        pl.when(pl.col("failed"))
-        .then(pl.lit("backend: HTTP 500"))
-        .otherwise(None)
-        .alias("error"),
-        pl.when(pl.col("failed"))
-        .then(None)
-        .otherwise(pl.format(filler[: max(0, chars - 20)] + " The answer is {}.", "said"))
-        .alias("completion"),
-        pl.when(pl.col("failed")).then(None).otherwise(pl.col("said").cast(str)).alias("extracted"),
-        pl.when(pl.col("truncated"))
-        .then(pl.lit("length"))
-        .otherwise(pl.lit("stop"))
-        .alias("finish_reason"),
-    ).drop("said", "failed")
+    frame = (
+        pl.DataFrame(
+            {
+                "sample_id": np.repeat(ids, runs),
+                "run_idx": np.tile(np.arange(runs, dtype=np.int32), samples),
+                "score": np.where(failed, np.nan, (right & ~cut).astype(np.float64)),
+                "said": said,
+                "failed": failed,
+                "truncated": cut,
+                "completion_tokens": rng.integers(20, 256, size=total).astype(np.int32),
+                "prompt_tokens": np.full(total, 40, dtype=np.int32),
+            }
+        )
+        .with_columns(
+            pl.when(pl.col("failed")).then(None).otherwise(pl.col("score")).alias("score"),
+            pl.when(pl.col("failed"))
+            .then(pl.lit("backend: HTTP 500"))
+            .otherwise(None)
+            .alias("error"),
+            pl.when(pl.col("failed"))
+            .then(None)
+            .otherwise(pl.format(filler[: max(0, chars - 20)] + " The answer is {}.", "said"))
+            .alias("completion"),
+            pl.when(pl.col("failed"))
+            .then(None)
+            .otherwise(pl.col("said").cast(str))
+            .alias("extracted"),
+            pl.when(pl.col("truncated"))
+            .then(pl.lit("length"))
+            .otherwise(pl.lit("stop"))
+            .alias("finish_reason"),
+        )
+        .drop("said", "failed")
+    )
     for start in range(0, total, SHARD_ROWS):
         store.append(frame.slice(start, SHARD_ROWS))
     partial.rename(run)
@@ -137,8 +144,10 @@ def main() -> None:
     root.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     run = make_run(root, args.samples, args.runs, args.chars, args.seed)
-    print(f"run: {run} ({args.samples:,} x {args.runs} rollouts), ready in "
-          f"{time.perf_counter() - start:.1f}s")
+    print(
+        f"run: {run} ({args.samples:,} x {args.runs} rollouts), ready in "
+        f"{time.perf_counter() - start:.1f}s"
+    )
 
     work = Path(tempfile.mkdtemp(prefix="curate-bench-view-"))
     try:
@@ -148,13 +157,17 @@ def main() -> None:
         view_start = time.perf_counter()
         result = build_site([run], site)
         view_s = time.perf_counter() - view_start
-        print(f"build: curate view {view_s:.1f}s, curate report (baseline) {report_s:.1f}s, "
-              f"ratio {view_s / report_s:.1f}x")
+        print(
+            f"build: curate view {view_s:.1f}s, curate report (baseline) {report_s:.1f}s, "
+            f"ratio {view_s / report_s:.1f}x"
+        )
         index = (site / "data" / "index.js").stat().st_size
         chunks = sorted((site / "data").glob("chunk-*.js"), key=lambda p: p.stat().st_size)
-        print(f"site: {result.bytes / 1e6:.1f} MB in {result.files:,} files; table index "
-              f"{index / 1e6:.1f} MB; {len(chunks)} chunks, largest "
-              f"{chunks[-1].stat().st_size / 1e6:.2f} MB")
+        print(
+            f"site: {result.bytes / 1e6:.1f} MB in {result.files:,} files; table index "
+            f"{index / 1e6:.1f} MB; {len(chunks)} chunks, largest "
+            f"{chunks[-1].stat().st_size / 1e6:.2f} MB"
+        )
 
         chromium = find_chromium()
         if chromium is None:
@@ -162,8 +175,10 @@ def main() -> None:
             return
         blank = work / "blank.html"
         blank.write_text("<!doctype html><title>b</title><p id=x>ready</p>")
-        ready = "document.getElementById('count') && " \
+        ready = (
+            "document.getElementById('count') && "
             "document.getElementById('count').getAttribute('data-count')"
+        )
         with browser(chromium) as b:
             page = b.page()
             page.set_size(1400, 900)
@@ -181,8 +196,9 @@ def main() -> None:
                 last = page.eval("curateView.state.table.id[curateView.state.table.id.length-1]")
                 t0 = time.perf_counter()
                 page.eval(f"location.hash = 'sample=' + encodeURIComponent('{last}'); true")
-                page.wait_for("document.getElementById('sample').getAttribute('data-ready')",
-                              poll=0.005)
+                page.wait_for(
+                    "document.getElementById('sample').getAttribute('data-ready')", poll=0.005
+                )
                 sample.append(time.perf_counter() - t0)
                 page.eval("location.hash = ''; true")
                 t0 = time.perf_counter()
@@ -194,11 +210,15 @@ def main() -> None:
                 page.wait_for(ready, poll=0.005)
                 filt.append(time.perf_counter() - t0)
             med = statistics.median
-            print(f"first render: {med(own):.2f}s on the page's clock, {med(wall):.2f}s wall "
-                  f"(median of {args.repeat}); a one-line page opens in {med(base) * 1000:.0f} "
-                  f"ms (baseline), ratio {med(wall) / med(base):.0f}x")
-            print(f"open a sample (its chunk loaded on demand): {med(sample) * 1000:.0f} ms; "
-                  f"filter {args.samples:,} samples by category: {med(filt) * 1000:.0f} ms")
+            print(
+                f"first render: {med(own):.2f}s on the page's clock, {med(wall):.2f}s wall "
+                f"(median of {args.repeat}); a one-line page opens in {med(base) * 1000:.0f} "
+                f"ms (baseline), ratio {med(wall) / med(base):.0f}x"
+            )
+            print(
+                f"open a sample (its chunk loaded on demand): {med(sample) * 1000:.0f} ms; "
+                f"filter {args.samples:,} samples by category: {med(filt) * 1000:.0f} ms"
+            )
             if page.exceptions:
                 print(f"page errors: {page.exceptions}")
     finally:
