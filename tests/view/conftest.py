@@ -16,9 +16,9 @@ import pytest
 from tests.view.runs import write_run
 
 
-def curate(*args: object) -> subprocess.CompletedProcess[str]:
-    """`python -m curate ARGS...` as a real process."""
-    env = {k: v for k, v in os.environ.items() if k not in ("CURATE_DEBUG",)}
+def curate(*args: object, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`python -m curate ARGS...` as a real process (`env` added to this one's)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CURATE_DEBUG",)} | (env or {})
     return subprocess.run(
         [sys.executable, "-m", "curate", *map(str, args)],
         capture_output=True,

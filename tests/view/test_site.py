@@ -166,3 +166,15 @@ def test_assets_ship_as_package_data_and_defaults_agree(site: Path) -> None:
     assert "http://" not in page and "https://" not in page
     script = (site / "assets" / "view.js").read_text()
     assert "innerHTML" not in script and "eval(" not in script and "fetch(" not in script
+
+
+def test_open_hands_the_page_to_the_default_browser(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "run", samples=3, runs=2)
+    seen = tmp_path / "opened.txt"
+    fake = tmp_path / "fake-browser.sh"
+    fake.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {seen}\n')
+    fake.chmod(0o755)
+    done = curate("view", run, "-o", tmp_path / "site", "--open", env={"BROWSER": str(fake)})
+    assert done.returncode == 0, done.stderr
+    assert seen.read_text() == (tmp_path / "site" / "index.html").resolve().as_uri()
+    assert "wrote" in done.stdout and "MB" in done.stdout
