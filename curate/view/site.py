@@ -262,7 +262,15 @@ def _run_meta(site: Path, index: int, run: RunData) -> dict[str, Any]:
             "text": _value_text(report, ("gate", "expected_open_fraction")),
         },
     )
-    rows = [r for r in rows if r["text"] is not None]
+    # A figure the report leaves null (not computed on this input) is not a row.
+    rows = [r for r in rows if r["text"] not in (None, "null")]
+    notes = list(run.notes)
+    if run.suspects_checked and (report.get("suspect_labels") or {}).get("count") is None:
+        notes.append(
+            f"suspect labels: {len(run.suspects):,} samples flagged in the table by the "
+            "check the report skips unasked on a run this large "
+            f"(curate report {run.path} --show suspects lists them)"
+        )
     return {
         "label": run.label,
         "path": str(run.path),
@@ -274,7 +282,7 @@ def _run_meta(site: Path, index: int, run: RunData) -> dict[str, Any]:
         "mode": as_text(manifest.get("mode")),
         "truncation": as_text(manifest.get("truncation")),
         "runs": manifest.get("runs"),
-        "notes": run.notes,
+        "notes": notes,
         "suspects_checked": run.suspects_checked,
         "report": report,
         "headline": rows,

@@ -178,3 +178,20 @@ def test_open_hands_the_page_to_the_default_browser(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert seen.read_text() == (tmp_path / "site" / "index.html").resolve().as_uri()
     assert "wrote" in done.stdout and "MB" in done.stdout
+
+
+def test_suspect_flags_on_a_run_the_report_does_not_check_unasked(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    from curate.analysis import suspects
+
+    run = write_run(tmp_path / "run", samples=12, runs=4)
+    monkeypatch.setattr(suspects, "AUTO_CHECK_ROLLOUTS", 10)  # this run is "large"
+    build_site([run], tmp_path / "site")
+    meta, table = _index(tmp_path / "site")
+    summary = meta["runs"][0]
+    assert summary["report"]["suspect_labels"]["count"] is None  # as `curate report` says
+    assert all(row["text"] != "null" for row in summary["headline"])
+    flagged = suspects.load_suspects(run).count
+    assert flagged and sum(table["runs"][0]["suspect"]) == flagged
+    assert any(f"{flagged:,} samples flagged" in note for note in summary["notes"])
