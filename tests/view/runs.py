@@ -1,8 +1,8 @@
 """Run directories for the viewer tests, written through the real store as `curate eval`
 writes them: chat prompts with a system turn, references in GSM8K's layout, two data
-sources, reasoning, errors, truncated rollouts, and one sample whose every text field
-(prompt, reference, completion, reasoning, extracted answer, error, even its id) is a
-hostile payload."""
+sources, reasoning, errors (one sample with nothing but errors), truncated rollouts, and one
+sample whose every text field (prompt, reference, completion, reasoning, extracted answer,
+error, even its id) is a hostile payload."""
 
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ def write_run(
                 "reasoning": f"Adding {s} and {s + 3} step by step." if r % 2 == 0 else None,
                 "reasoning_closed": True if r % 2 == 0 else None,
             }
-            if s % 7 == 3 and r == runs - 1:  # a failed rollout: data, not a score
+            if s == samples - 3 or (s % 7 == 3 and r == runs - 1):  # failed: data, not a score
                 row.update(
                     score=None,
                     completion=None,

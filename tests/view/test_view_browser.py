@@ -132,12 +132,14 @@ def test_front_page_figures_equal_the_report_json(
 def test_filters_count_what_the_report_counts(
     page: Page, reports: list[dict[str, Any]], compared: dict[str, Any]
 ) -> None:
-    total = reports[0]["samples"]
-    assert _count(page) == total
+    assert _count(page) == reports[0]["samples"] + reports[0]["unscored_samples"]
     for j, report in enumerate(reports):
         _set(page, "f-run", str(j))
         for code, category in enumerate(CATEGORIES):
             assert _set(page, "f-category", str(code)) == report["categories"][category]
+        # A sample whose every rollout failed has no category: it is counted as unscored.
+        assert _set(page, "f-category", "-1") == report["unscored_samples"] == 1
+        assert _rows(page)[0][1] == "(unscored)"
         _set(page, "f-category", "")
         assert _set(page, "f-suspect", True) == report["suspect_labels"]["count"]
         _set(page, "f-suspect", False)
@@ -147,7 +149,14 @@ def test_filters_count_what_the_report_counts(
         )
         by_group = {g["group"]: g["samples"] for g in report["by_group"]}
         for value, name in groups[1:]:
-            assert _set(page, "f-group", value) == by_group[name]
+            # The report's groups count scored samples; the table lists unscored ones too.
+            unscored = page.eval(
+                "(function (g, j) { var t = curateView.state.table, r = t.runs[j], n = 0;"
+                " for (var i = 0; i < t.id.length; i++) {"
+                "  if (t.group[i] === g && r.category[i] < 0 && r.n[i] !== null) { n++; } }"
+                f" return n; }})({value}, {j})"
+            )
+            assert _set(page, "f-group", value) == by_group[name] + unscored
         _set(page, "f-group", "")
     # The first run against the last: each change set as `curate compare` counts it.
     sets = page.eval(

@@ -202,7 +202,7 @@
       { key: "id", label: "sample", cls: "c-id", value: function (i) { return t.id[i]; } },
       { key: "category", label: "category", cls: "c-cat",
         value: function (i) { var c = runCol("category")[i]; return c < 0 ? null : c; },
-        text: function (i) { var c = runCol("category")[i]; return c < 0 ? "(not in run)" : meta.category_labels[cats[c]]; },
+        text: function (i) { var c = runCol("category")[i]; return c < 0 ? missing(i) : meta.category_labels[cats[c]]; },
         klass: function (i) { var c = runCol("category")[i]; return c < 0 ? "" : "cat-" + cats[c]; } },
       { key: "pass_rate", label: "pass rate", cls: "c-num", num: 3, value: function (i) { return runCol("pass_rate")[i]; } },
       { key: "mean_score", label: "mean score", cls: "c-num", num: 3, value: function (i) { return runCol("mean_score")[i]; } },
@@ -229,6 +229,9 @@
     return cols;
   }
 
+  // A sample without a category: absent from the run, or every rollout of it failed.
+  function missing(i) { return runCol("n")[i] === null ? "(not in run)" : "(unscored)"; }
+
   function cellText(col, i) {
     if (col.text) { return col.text(i); }
     var v = col.value(i);
@@ -249,7 +252,7 @@
     var catSel = $("f-category");
     option(catSel, "", "all");
     meta.categories.forEach(function (c, i) { option(catSel, String(i), meta.category_labels[c]); });
-    option(catSel, "-1", "not in this run");
+    option(catSel, "-1", "unscored or not in this run");
     var groupSel = $("f-group");
     option(groupSel, "", "all");
     t.groups.forEach(function (g, i) { option(groupSel, String(i), g); });
@@ -571,8 +574,9 @@
     add(head, el("h2", "sample-id", sample.id));
     meta.runs.forEach(function (run, j) {
       var c = t.runs[j].category[pos];
+      var absent = t.runs[j].n[pos] === null ? "not in run" : "unscored";
       add(head, el("span", c < 0 ? "muted" : "cat-" + meta.categories[c],
-        run.label + ": " + (c < 0 ? "not in run" : meta.category_labels[meta.categories[c]])));
+        run.label + ": " + (c < 0 ? absent : meta.category_labels[meta.categories[c]])));
     });
     if (t.transition && t.transition[pos] >= 0) {
       add(head, el("span", null, t.transitions[t.transition[pos]] +
@@ -595,7 +599,7 @@
       if (run.mode) { facts.push(run.mode + " mode"); }
       facts.forEach(function (f) { add(col, el("div", "muted", f)); });
       var r = t.runs[j];
-      if (r.category[pos] >= 0) {
+      if (r.n[pos] !== null) {
         add(col, el("div", null, "pass rate " + fmt(r.pass_rate[pos]) + " \u00b7 variance " +
           fmt(r.variance[pos], 4) + " \u00b7 " + r.n[pos] + " rollouts, " + r.errors[pos] + " errors" +
           (r.suspect[pos] ? " \u00b7 suspect label" : "")));
