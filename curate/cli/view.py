@@ -10,10 +10,7 @@ import typer
 
 from curate.cli.errors import handle_errors
 from curate.cli.options import GroupSizeOpt, ThresholdOpt
-
-# As curate.view.site.DEFAULT_MAX_CHARS (kept here so `--help` imports no polars); a
-# test holds the two equal.
-DEFAULT_MAX_CHARS = 20_000
+from curate.view.site import DEFAULT_MAX_CHARS  # imports no polars: `--help` stays light
 
 
 @handle_errors

@@ -29,8 +29,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curate import __version__
-from curate.core.outcome import CATEGORIES, LABELS
+from curate.core.outcome import CATEGORIES, DEFAULT_THRESHOLD, LABELS
 from curate.errors import InputError, UsageError
+from curate.stats.compare import DEFAULT_ALPHA
+from curate.stats.per_sample import DEFAULT_GROUP_SIZE
 from curate.view.collect import ROLLOUT_FIELDS, RunData, as_text, collect_run
 from curate.view.script import js_call, js_call_json
 
@@ -108,9 +110,9 @@ def build_site(
     *,
     max_chars: int | None = DEFAULT_MAX_CHARS,
     group_by: str | None = None,
-    threshold: float = 0.01,
-    group_size: int = 8,
-    alpha: float = 0.05,
+    threshold: float = DEFAULT_THRESHOLD,
+    group_size: int = DEFAULT_GROUP_SIZE,
+    alpha: float = DEFAULT_ALPHA,
     chunk_samples: int = CHUNK_SAMPLES,
 ) -> SiteResult:
     """Write the site of `runs` into `out` (module docstring). `max_chars` caps each

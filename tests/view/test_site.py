@@ -11,11 +11,10 @@ from typing import Any
 
 import polars as pl
 
-from curate.cli.view import DEFAULT_MAX_CHARS as CLI_DEFAULT
 from curate.core.outcome import CATEGORIES
 from curate.store.run_dir import RolloutStore
 from curate.view import build_site
-from curate.view.site import ASSETS, DEFAULT_MAX_CHARS, MARKER
+from curate.view.site import ASSETS, MARKER
 from tests.conftest import ROOT
 from tests.view.conftest import curate, read_call
 from tests.view.runs import HOSTILE_ID, PAYLOAD, write_run
@@ -152,14 +151,13 @@ def test_a_score_table_opens_too(tmp_path: Path) -> None:
     assert any("no completions" in n for n in meta["runs"][0]["notes"])
 
 
-def test_assets_ship_as_package_data_and_defaults_agree(site: Path) -> None:
+def test_assets_ship_as_package_data(site: Path) -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     patterns = config["tool"]["setuptools"]["package-data"]["curate.view"]
     package = ROOT / "curate" / "view"  # package-data patterns are relative to it
     shipped = {p.name for pattern in patterns for p in package.glob(pattern)}
     assert shipped == set(ASSETS)
     assert (site / MARKER).is_file() and (site / "assets" / "view.js").is_file()
-    assert CLI_DEFAULT == DEFAULT_MAX_CHARS
     # The page runs only its own files: a CSP without inline script, nothing remote.
     page = (site / "index.html").read_text()
     assert "script-src 'self'" in page and "unsafe-inline" not in page
