@@ -121,6 +121,7 @@ def test_front_page_figures_equal_the_report_json(
     assert len(cells) == len(compared["sets"]) + len(compared["transitions"])
     for key, text in cells:
         assert text == json.dumps(_value(compared, key)), key
+    assert page.eval("document.getElementById('loading').hidden") is True
     # The plots are curate's own PNGs, loaded (not broken images).
     loaded = page.eval(
         "Array.from(document.images).map(function (i) { return i.complete && i.naturalWidth; })"
@@ -282,5 +283,21 @@ def test_the_table_is_virtualised_and_scrolls_to_the_end(chromium: Browser, tmp_
         page.eval("location.hash = 'sample=q999'; true")
         assert page.wait_for(SAMPLE_READY) == "q999"
         assert page.eval("Object.keys(curateView.state.chunks)") == ["9"]
+    finally:
+        page.close()
+
+
+def test_a_page_without_its_data_says_so(chromium: Browser, site: Path, tmp_path: Path) -> None:
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "index.html").write_bytes((site / "index.html").read_bytes())
+    page = chromium.page()
+    try:
+        page.navigate((alone / "index.html").as_uri())
+        text = page.wait_for(
+            "document.readyState === 'complete' && !document.getElementById('loading').hidden"
+            " && document.getElementById('loading').textContent"
+        )
+        assert "did not load" in text
     finally:
         page.close()

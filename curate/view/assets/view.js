@@ -70,6 +70,7 @@
   // -- the front page ----------------------------------------------------------------
   function start() {
     var meta = state.meta;
+    $("loading").hidden = true;
     $("runs-line").textContent = meta.runs.map(function (r) { return r.label; }).join(" \u2192 ");
     renderHeadline();
     renderComparison();
