@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pytest
 
 from curate.core.outcome import CATEGORIES
 from curate.store.run_dir import RolloutStore
@@ -193,3 +194,49 @@ def test_suspect_flags_on_a_run_the_report_does_not_check_unasked(
     flagged = suspects.load_suspects(run).count
     assert flagged and sum(table["runs"][0]["suspect"]) == flagged
     assert any(f"{flagged:,} samples flagged" in note for note in summary["notes"])
+
+
+@pytest.mark.parametrize(
+    ("layout", "expected"),
+    [
+        # Each way `curate eval` builds a prompt: text, a template over fields, messages.
+        ({"prompt_field": "question", "mode": "chat"}, [["user", "What is 2 + 2?"]]),
+        ({"prompt_field": "question", "mode": "completion"}, "What is 2 + 2?"),
+        (
+            {"prompt_field": "question", "mode": "chat", "system": "Be brief."},
+            [["system", "Be brief."], ["user", "What is 2 + 2?"]],
+        ),
+        ({"template": "Q: {question}\nA:", "mode": "completion"}, "Q: What is 2 + 2?\nA:"),
+        (
+            {"messages_field": "messages", "mode": "chat"},
+            [["system", "You add."], ["user", "What is 2 + 2?"], ["assistant", "4"]],
+        ),
+    ],
+    ids=["chat-text", "completion-text", "chat-system", "template", "messages"],
+)
+def test_the_prompt_is_shown_as_each_layout_builds_it(
+    tmp_path: Path, layout: dict[str, Any], expected: Any
+) -> None:
+    store = RolloutStore(tmp_path / "run")
+    store.create()
+    store.write_manifest({"model": "m", "answer_field": "answer", **layout})
+    messages = [
+        {"role": "system", "content": "You add."},
+        {"role": "user", "content": "What is 2 + 2?"},
+        {"role": "assistant", "content": "4"},
+    ]
+    store.write_samples(
+        pl.DataFrame(
+            {
+                "sample_id": ["a"],
+                "question": ["What is 2 + 2?"],
+                "messages": [messages],
+                "answer": [{"value": 4, "unit": None}],  # a reference that is not text
+            }
+        )
+    )
+    store.append(pl.DataFrame({"sample_id": ["a", "a"], "run_idx": [0, 1], "score": [1.0, 0.0]}))
+    build_site([store.run_dir], tmp_path / "site")
+    _, items = read_call(tmp_path / "site" / "data" / "chunk-0.js")
+    assert items[0]["p"] == [expected]
+    assert json.loads(items[0]["ref"][0][1]) == {"value": 4, "unit": None}
