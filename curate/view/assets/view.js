@@ -208,8 +208,8 @@
       { key: "pass_rate", label: "pass rate", cls: "c-num", num: 3, value: function (i) { return runCol("pass_rate")[i]; } },
       { key: "mean_score", label: "mean score", cls: "c-num", num: 3, value: function (i) { return runCol("mean_score")[i]; } },
       { key: "variance", label: "variance", cls: "c-num", num: 4, value: function (i) { return runCol("variance")[i]; } },
-      { key: "n", label: "rollouts", cls: "c-num", value: function (i) { return runCol("n")[i]; } },
-      { key: "errors", label: "errors", cls: "c-num", value: function (i) { return runCol("errors")[i]; } },
+      { key: "n", label: "scored", cls: "c-num", value: function (i) { return runCol("n")[i]; } },
+      { key: "errors", label: "failed", cls: "c-num", value: function (i) { return runCol("errors")[i]; } },
       { key: "truncation", label: "truncated", cls: "c-num", num: 2, value: function (i) { return runCol("truncation")[i]; } },
       { key: "suspect", label: "suspect", cls: "c-flag",
         value: function (i) { return runCol("suspect")[i]; },
@@ -602,7 +602,7 @@
       var r = t.runs[j];
       if (r.n[pos] !== null) {
         add(col, el("div", null, "pass rate " + fmt(r.pass_rate[pos]) + " \u00b7 variance " +
-          fmt(r.variance[pos], 4) + " \u00b7 " + r.n[pos] + " rollouts, " + r.errors[pos] + " errors" +
+          fmt(r.variance[pos], 4) + " \u00b7 " + r.n[pos] + " scored, " + r.errors[pos] + " failed" +
           (r.suspect[pos] ? " \u00b7 suspect label" : "")));
       }
       if (!samePrompt) { add(col, el("h3", null, "prompt"), turns(sample.p[j] === null ? sample.p[0] : sample.p[j])); }
