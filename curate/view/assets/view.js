@@ -407,8 +407,10 @@
       row.setAttribute("data-index", String(i));
       row.style.top = (p * ROW) + "px";
       state.columns.forEach(function (col) {
-        var cell = el("span", col.cls, cellText(col, i));
+        var text = cellText(col, i);
+        var cell = el("span", col.cls, text);
         if (col.klass) { cell.className += " " + col.klass(i); }
+        if (col.key === "id" || col.key === "preview") { cell.title = text; } // cut cells in full
         row.appendChild(cell);
       });
       spacer.appendChild(row);
