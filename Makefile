@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.curate-setup-$(EXTRA)
 RUN ?= runs/demo
 
-.PHONY: setup test test-fast demo lint docs docs-serve bench clean-demo
+.PHONY: setup test test-fast demo lint docs docs-serve bench screenshots browser clean-demo
 
 setup: $(STAMP)
 
@@ -58,6 +58,21 @@ docs-serve: setup
 
 bench: setup
 	$(BIN)/python benchmarks/bench_report.py
+
+# The headless Chromium that `curate view`'s browser tests drive (Debian's package; no
+# browser download). Idempotent: nothing to do when one is on PATH. Without root (and
+# without a browser) the tests skip and say why.
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+	  || command -v google-chrome >/dev/null 2>&1 \
+	  || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	       && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
+	  || echo "make browser: no Chromium and no way to install it; the view browser tests will skip"
+
+# The screenshots in docs/commands/view.md, taken by the view browser tests.
+screenshots: setup browser
+	CURATE_SCREENSHOTS_DIR=docs/images $(BIN)/python -m pytest -q tests/view/test_view_browser.py \
+	  -k "front_page or side_by_side or sorting"
 
 clean-demo:
 	rm -rf $(RUN)

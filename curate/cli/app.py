@@ -23,6 +23,7 @@ from curate.cli import layouts as layouts_cmd
 from curate.cli import plot as plot_cmd
 from curate.cli import report as report_cmd
 from curate.cli import status as status_cmd
+from curate.cli import view as view_cmd
 
 # Help wider than this is hard to read on a wide terminal (rich fills the whole width):
 # typer's TERMINAL_WIDTH caps it, never above the terminal's own width. A width the user
@@ -73,12 +74,24 @@ app.command("status")(status_cmd.status)
 app.command("grade")(grade_cmd.grade_cmd)
 app.command("agree")(agree_cmd.agree)
 app.command("layouts")(layouts_cmd.layouts)
+app.command("view")(view_cmd.view)
 
 
 # Commands that hold nothing needing teardown when they return (their files are
 # written and renamed by then): the console script ends them with os._exit.
 _FAST_EXIT_COMMANDS = frozenset(
-    {"report", "plot", "filter", "allocate", "compare", "status", "ingest", "agree", "layouts"}
+    {
+        "report",
+        "plot",
+        "filter",
+        "allocate",
+        "compare",
+        "status",
+        "ingest",
+        "agree",
+        "layouts",
+        "view",
+    }
 )
 
 

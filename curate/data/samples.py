@@ -46,6 +46,22 @@ class FieldMap:
     layout: str | None = None
 
 
+def fields_of_manifest(manifest: dict[str, Any], where: object = None) -> FieldMap:
+    """The fields a run's manifest records `curate eval` read its samples with (to build
+    the same prompts and references again from the run's samples.parquet)."""
+    answer = manifest.get("answer_field")
+    if not isinstance(answer, str):
+        raise InputError("names no answer_field: cannot read the references", path=where)
+    return FieldMap(
+        prompt_field=manifest.get("prompt_field"),
+        messages_field=manifest.get("messages_field"),
+        answer_field=answer,
+        id_field=manifest.get("id_field"),
+        template=manifest.get("template"),
+        layout=manifest.get("layout"),
+    )
+
+
 def load_dataset(
     path: str | os.PathLike[str], *, limit: int | None = None, split: str | None = None
 ) -> pl.DataFrame:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curate.core.prompts import Mode
-from curate.data.samples import FieldMap, build_prompts, references_by_id
+from curate.data.samples import build_prompts, fields_of_manifest, references_by_id
 from curate.engine.runner import GRADER_ERROR_PREFIX, sample_contexts
 from curate.errors import InputError, UsageError
 from curate.graders import get_grader
@@ -34,7 +34,7 @@ from curate.graders.judge import (
     judge_settings_of,
     judge_usage_of,
 )
-from curate.graders.references import EXTRACT_MODES, extract_references
+from curate.graders.references import extract_mode_of_manifest, extract_references
 from curate.store.run_dir import RolloutStore
 
 if TYPE_CHECKING:
@@ -121,34 +121,14 @@ def _source(opts: RegradeOptions) -> tuple[RolloutStore, dict[str, Any], pl.Data
     return store, manifest, samples
 
 
-def _fields(manifest: dict[str, Any], where: Path) -> FieldMap:
-    answer = manifest.get("answer_field")
-    if not isinstance(answer, str):
-        raise InputError("names no answer_field: cannot read the references", path=where)
-    return FieldMap(
-        prompt_field=manifest.get("prompt_field"),
-        messages_field=manifest.get("messages_field"),
-        answer_field=answer,
-        id_field=manifest.get("id_field"),
-        template=manifest.get("template"),
-        layout=manifest.get("layout"),
-    )
-
-
-def _extract_mode(manifest: dict[str, Any]) -> str:
-    record = manifest.get("reference_extract")
-    mode = record.get("mode") if isinstance(record, dict) else record
-    return mode if isinstance(mode, str) and mode in EXTRACT_MODES else "none"
-
-
 def regrade(opts: RegradeOptions, *, say: Any = None) -> RegradeResult:
     """Grade the source run's completions with `opts.grader` into `opts.out`."""
     started = time.perf_counter()
     store, manifest, samples = _source(opts)  # a bad source before a bad target
     check_target(opts)
-    fields = _fields(manifest, store.manifest_path)
+    fields = fields_of_manifest(manifest, store.manifest_path)
     raw = references_by_id(samples, fields)
-    references = extract_references(raw, _extract_mode(manifest)).references
+    references = extract_references(raw, extract_mode_of_manifest(manifest)).references
     rollouts = store.rollouts() if store.shard_paths() else None
     if rollouts is None or rollouts.height == 0:
         raise InputError("the run has no rollouts to grade", path=opts.source)

@@ -146,6 +146,14 @@ class ReferenceExtraction:
         return text
 
 
+def extract_mode_of_manifest(manifest: Mapping[str, object]) -> str:
+    """The extractor a run's manifest records its references were read with ("none" for
+    a run made before extraction existed, or an extractor this version does not know)."""
+    record = manifest.get("reference_extract")
+    mode = record.get("mode") if isinstance(record, dict) else record
+    return mode if isinstance(mode, str) and mode in EXTRACT_MODES else "none"
+
+
 def extract_references(references: Mapping[str, object], mode: str = "auto") -> ReferenceExtraction:
     """Extract every reference's answer; ``auto`` picks the extractor for the data set.
 
