@@ -544,7 +544,8 @@ def _check_resume(
     if diffs:
         raise UsageError(
             f"{run_dir}: this run was made with other settings ({'; '.join(diffs)}); "
-            "re-run with the original settings to resume, or pass --force-new to start afresh"
+            "re-run with the original settings to resume, use another --out to keep both "
+            "runs, or pass --force-new to discard this run's rollouts and start afresh"
         )
 
 
