@@ -913,3 +913,69 @@ def read_answers(path: str | os.PathLike[str]) -> pl.DataFrame | None:
     frame = _normalise(frame.drop(ANSWER_COLUMN), path).with_columns(answers)
     frame = _resolve_duplicates(_validate(frame, path), path)
     return frame.select(cols)
+
+
+COMPLETION_COLUMN = "completion"
+
+
+def read_completions(
+    path: str | os.PathLike[str], *, max_tokens: int | None = None
+) -> tuple[int, pl.DataFrame] | None:
+    """(rollouts with a completion, their sample_id, run_idx and completion), the
+    frame limited to completions of at most `max_tokens` tokens when the input counts
+    tokens (the texts are the largest column: a caller that looks for short answers
+    reads only those); None when the input stores no completion. A run directory is
+    de-duplicated as its scores are; a table's run_idx is null when it has none."""
+    import polars as pl
+
+    path = Path(path)
+    unreadable: tuple[type[BaseException], ...] = (InputError, *_input_errors())
+    text = pl.col(COMPLETION_COLUMN)
+    try:
+        if path.is_dir():
+            if not is_run_dir(path):
+                return None
+            store = RolloutStore(path)
+            have = _shard_columns(store) if store.shard_paths() else set()
+            if COMPLETION_COLUMN not in have:
+                return None
+            if "completion_tokens" in have and max_tokens is not None:
+                keys = store.rollouts(["sample_id", "run_idx", "error", "completion_tokens"])
+                keys = keys.filter(pl.col("error").is_null())
+                # A rollout without a token count is read too (older shards, tables).
+                longer = (pl.col("completion_tokens") > max_tokens).fill_null(False)
+                short = keys.filter(~longer).select("sample_id", "run_idx")
+                if short.height == 0:
+                    return keys.height, pl.DataFrame(
+                        schema={
+                            "sample_id": pl.String,
+                            "run_idx": pl.Int64,
+                            COMPLETION_COLUMN: pl.String,
+                        }
+                    )
+                frame = store.rollouts(["sample_id", "run_idx", "error", COMPLETION_COLUMN])
+                frame = frame.join(short, on=["sample_id", "run_idx"], how="semi")
+                total = keys.height
+            else:
+                frame = store.rollouts(["sample_id", "run_idx", "error", COMPLETION_COLUMN])
+                total = frame.filter(text.is_not_null()).height
+        else:
+            if not path.is_file() or path.suffix.lower() not in TABLE_SUFFIXES:
+                return None
+            lf = read_table(path).lazy() if _is_json(path) else scan_table(path)
+            names = lf.collect_schema().names()
+            if COMPLETION_COLUMN not in names or "sample_id" not in names:
+                return None
+            run_idx = pl.col("run_idx") if "run_idx" in names else pl.lit(None)
+            frame = lf.select(
+                pl.col("sample_id").cast(pl.String),
+                run_idx.cast(pl.Int64).alias("run_idx"),
+                text.cast(pl.String),
+            ).collect()
+            total = frame.filter(text.is_not_null()).height
+    except unreadable:
+        return None  # the scores' own read names the problem
+    rows = frame.filter(text.is_not_null()).select(
+        pl.col("sample_id"), pl.col("run_idx").cast(pl.Int64), text
+    )
+    return total, rows
