@@ -29,25 +29,38 @@ SHORT_TOKENS: Final = 16
 
 def load_empty(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """{rollouts, empty, share, warn_share, example} over the input's completions;
-    None when the input stores none (a bare score table). `example` is the first empty
-    one in (sample_id, run_idx) order: {sample_id, run_idx, completion}, or None."""
+    None when the input stores none (a bare score table). `rollouts` counts the rollouts
+    without an error; `example` is the first empty one in (sample_id, run_idx) order:
+    {sample_id, run_idx, completion}, or None. Only completions of at most SHORT_TOKENS
+    tokens (or without a count) are read as text."""
     import polars as pl
 
-    from curate.store.scores import COMPLETION_COLUMN, read_completions
+    from curate.errors import InputError
+    from curate.store.scores import COMPLETION_COLUMN, scan_completions
 
-    read = read_completions(path, max_tokens=SHORT_TOKENS)
-    if read is None or read[0] == 0:
+    lf = scan_completions(path)
+    if lf is None:
         return None
-    total, rows = read
-    empty = rows.filter(~pl.col(COMPLETION_COLUMN).str.contains(CONTENT))
-    example = None
-    if empty.height:
-        first = empty.sort("sample_id", "run_idx", nulls_last=True).row(0, named=True)
-        example = {
-            "sample_id": first["sample_id"],
-            "run_idx": first["run_idx"],
-            "completion": first[COMPLETION_COLUMN][:EXAMPLE_CHARS],
-        }
+    text = pl.col(COMPLETION_COLUMN)
+    scored = lf.filter(pl.col("error").is_null())
+    short = ~(pl.col("completion_tokens") > SHORT_TOKENS).fill_null(False)
+    try:
+        # One pass over the shards for both (polars shares the scan).
+        counted, empty = pl.collect_all(
+            [
+                scored.select(pl.len()),
+                scored.filter(short & text.is_not_null() & ~text.str.contains(CONTENT))
+                .select("sample_id", "run_idx", text.str.slice(0, EXAMPLE_CHARS))
+                .unique(["sample_id", "run_idx"], keep="first")
+                .sort("sample_id", "run_idx", nulls_last=True),
+            ]
+        )
+        total = counted.item()
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        raise InputError(f"cannot read the completions: {exc}", path=path) from exc
+    if total == 0:
+        return None
+    example = empty.row(0, named=True) if empty.height else None
     return {
         "rollouts": total,
         "empty": empty.height,

@@ -918,19 +918,17 @@ def read_answers(path: str | os.PathLike[str]) -> pl.DataFrame | None:
 COMPLETION_COLUMN = "completion"
 
 
-def read_completions(
-    path: str | os.PathLike[str], *, max_tokens: int | None = None
-) -> tuple[int, pl.DataFrame] | None:
-    """(rollouts with a completion, their sample_id, run_idx and completion), the
-    frame limited to completions of at most `max_tokens` tokens when the input counts
-    tokens (the texts are the largest column: a caller that looks for short answers
-    reads only those); None when the input stores no completion. A run directory is
-    de-duplicated as its scores are; a table's run_idx is null when it has none."""
+def scan_completions(path: str | os.PathLike[str]) -> pl.LazyFrame | None:
+    """sample_id, run_idx (null for a table without one), error, completion_tokens (null
+    when not counted) and completion of every stored row, lazily; None when the input
+    stores no completion. Shards are not de-duplicated: a repeated pair is an error row
+    a resume replaced (no completion) or an exact repeat, which a count over scored
+    completions can ignore; the texts are the costliest column, so callers filter and
+    aggregate before collecting."""
     import polars as pl
 
     path = Path(path)
     unreadable: tuple[type[BaseException], ...] = (InputError, *_input_errors())
-    text = pl.col(COMPLETION_COLUMN)
     try:
         if path.is_dir():
             if not is_run_dir(path):
@@ -939,26 +937,9 @@ def read_completions(
             have = _shard_columns(store) if store.shard_paths() else set()
             if COMPLETION_COLUMN not in have:
                 return None
-            if "completion_tokens" in have and max_tokens is not None:
-                keys = store.rollouts(["sample_id", "run_idx", "error", "completion_tokens"])
-                keys = keys.filter(pl.col("error").is_null())
-                # A rollout without a token count is read too (older shards, tables).
-                longer = (pl.col("completion_tokens") > max_tokens).fill_null(False)
-                short = keys.filter(~longer).select("sample_id", "run_idx")
-                if short.height == 0:
-                    return keys.height, pl.DataFrame(
-                        schema={
-                            "sample_id": pl.String,
-                            "run_idx": pl.Int64,
-                            COMPLETION_COLUMN: pl.String,
-                        }
-                    )
-                frame = store.rollouts(["sample_id", "run_idx", "error", COMPLETION_COLUMN])
-                frame = frame.join(short, on=["sample_id", "run_idx"], how="semi")
-                total = keys.height
-            else:
-                frame = store.rollouts(["sample_id", "run_idx", "error", COMPLETION_COLUMN])
-                total = frame.filter(text.is_not_null()).height
+            cols = ["sample_id", "run_idx", "error", COMPLETION_COLUMN]
+            tokens = "completion_tokens" in have
+            lf = store.scan(cols + (["completion_tokens"] if tokens else [])).drop("_shard")
         else:
             if not path.is_file() or path.suffix.lower() not in TABLE_SUFFIXES:
                 return None
@@ -966,16 +947,22 @@ def read_completions(
             names = lf.collect_schema().names()
             if COMPLETION_COLUMN not in names or "sample_id" not in names:
                 return None
-            run_idx = pl.col("run_idx") if "run_idx" in names else pl.lit(None)
-            frame = lf.select(
-                pl.col("sample_id").cast(pl.String),
-                run_idx.cast(pl.Int64).alias("run_idx"),
-                text.cast(pl.String),
-            ).collect()
-            total = frame.filter(text.is_not_null()).height
+            tokens = "completion_tokens" in names
+            lf = lf.select(
+                "sample_id",
+                pl.col("run_idx") if "run_idx" in names else pl.lit(None).alias("run_idx"),
+                pl.col("error") if "error" in names else pl.lit(None).alias("error"),
+                COMPLETION_COLUMN,
+                *(["completion_tokens"] if tokens else []),
+            )
     except unreadable:
         return None  # the scores' own read names the problem
-    rows = frame.filter(text.is_not_null()).select(
-        pl.col("sample_id"), pl.col("run_idx").cast(pl.Int64), text
+    return lf.select(
+        pl.col("sample_id").cast(pl.String),
+        pl.col("run_idx").cast(pl.Int64),
+        pl.col("error").cast(pl.String),
+        (pl.col("completion_tokens") if tokens else pl.lit(None))
+        .cast(pl.Int64)
+        .alias("completion_tokens"),
+        pl.col(COMPLETION_COLUMN).cast(pl.String),
     )
-    return total, rows

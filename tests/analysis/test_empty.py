@@ -51,23 +51,29 @@ def test_counts_answers_without_a_letter_or_digit(tmp_path: Path, tokens: bool) 
     assert section["example"] == {"sample_id": "s000", "run_idx": 0, "completion": ""}
 
 
-def test_a_long_completion_is_not_read_as_text(tmp_path: Path, monkeypatch) -> None:
-    long = "x" * (SHORT_TOKENS + 1)
-    run = _run(tmp_path / "run", [long] * 4 + ["  "])
-    asked: list[str] = []
-    rollouts = RolloutStore.rollouts
-
-    def spy(self, columns=None):  # type: ignore[no-untyped-def]
-        asked.extend(columns or ["*"])
-        return rollouts(self, columns)
-
-    monkeypatch.setattr(RolloutStore, "rollouts", spy)
+def test_only_short_completions_are_looked_at_when_tokens_are_counted(tmp_path: Path) -> None:
+    # Past SHORT_TOKENS tokens a completion is not read as text: a long run of dots is
+    # not counted (the rule's stated limit), a short one is.
+    dots = "." * (SHORT_TOKENS * 2 + 2)  # _run counts a token per character
+    run = _run(tmp_path / "run", ["x" * 40] * 3 + [dots, "  "])
     section = load_empty(run)
-    assert section is not None and section["empty"] == 1 and section["rollouts"] == 5
-    only_long = _run(tmp_path / "long", [long] * 5)
-    asked.clear()
-    assert load_empty(only_long)["empty"] == 0  # type: ignore[index]
-    assert "completion" not in asked
+    assert section is not None and section["rollouts"] == 5 and section["empty"] == 1
+    assert section["example"]["completion"] == "  "
+    counted = _run(tmp_path / "counted", [dots, "  "], tokens=False)
+    assert load_empty(counted)["empty"] == 2  # type: ignore[index]
+
+
+def test_error_rows_are_not_counted(tmp_path: Path) -> None:
+    run = _run(tmp_path / "run", ["", "7"])
+    store = RolloutStore(run)
+    store.append(
+        pl.DataFrame(
+            {"sample_id": ["z"], "run_idx": [0], "error": ["timeout"]},
+            schema_overrides={"run_idx": pl.Int32},
+        )
+    )
+    section = load_empty(run)
+    assert section is not None and (section["rollouts"], section["empty"]) == (2, 1)
 
 
 def _renders(run: Path) -> tuple[str, str, dict]:
