@@ -38,24 +38,31 @@ def load_empty(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     from curate.errors import InputError
     from curate.store.scores import COMPLETION_COLUMN, scan_completions
 
-    lf = scan_completions(path)
-    if lf is None:
+    keys = scan_completions(path, text=False)
+    if keys is None:
         return None
-    text = pl.col(COMPLETION_COLUMN)
-    scored = lf.filter(pl.col("error").is_null())
     short = ~(pl.col("completion_tokens") > SHORT_TOKENS).fill_null(False)
+    scored = pl.col("error").is_null()
     try:
-        # One pass over the shards for both (polars shares the scan).
-        counted, empty = pl.collect_all(
-            [
-                scored.select(pl.len()),
-                scored.filter(short & text.is_not_null() & ~text.str.contains(CONTENT))
+        total, candidates = (
+            keys.select(scored.sum().alias("total"), (scored & short).sum().alias("short"))
+            .collect()
+            .row(0)
+        )
+        empty = pl.DataFrame(
+            schema={"sample_id": pl.String, "run_idx": pl.Int64, COMPLETION_COLUMN: pl.String}
+        )
+        # The texts only when some completion is short enough to be empty.
+        lf = scan_completions(path) if candidates else None
+        if lf is not None:
+            text = pl.col(COMPLETION_COLUMN)
+            empty = (
+                lf.filter(scored & short & text.is_not_null() & ~text.str.contains(CONTENT))
                 .select("sample_id", "run_idx", text.str.slice(0, EXAMPLE_CHARS))
                 .unique(["sample_id", "run_idx"], keep="first")
-                .sort("sample_id", "run_idx", nulls_last=True),
-            ]
-        )
-        total = counted.item()
+                .sort("sample_id", "run_idx", nulls_last=True)
+                .collect()
+            )
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise InputError(f"cannot read the completions: {exc}", path=path) from exc
     if total == 0:

@@ -918,13 +918,14 @@ def read_answers(path: str | os.PathLike[str]) -> pl.DataFrame | None:
 COMPLETION_COLUMN = "completion"
 
 
-def scan_completions(path: str | os.PathLike[str]) -> pl.LazyFrame | None:
+def scan_completions(path: str | os.PathLike[str], *, text: bool = True) -> pl.LazyFrame | None:
     """sample_id, run_idx (null for a table without one), error, completion_tokens (null
     when not counted) and completion of every stored row, lazily; None when the input
     stores no completion. Shards are not de-duplicated: a repeated pair is an error row
     a resume replaced (no completion) or an exact repeat, which a count over scored
     completions can ignore; the texts are the costliest column, so callers filter and
-    aggregate before collecting."""
+    aggregate before collecting, and `text=False` leaves the column out (a run's shards
+    are then not asked for it)."""
     import polars as pl
 
     path = Path(path)
@@ -937,7 +938,7 @@ def scan_completions(path: str | os.PathLike[str]) -> pl.LazyFrame | None:
             have = _shard_columns(store) if store.shard_paths() else set()
             if COMPLETION_COLUMN not in have:
                 return None
-            cols = ["sample_id", "run_idx", "error", COMPLETION_COLUMN]
+            cols = ["sample_id", "run_idx", "error", *([COMPLETION_COLUMN] if text else [])]
             tokens = "completion_tokens" in have
             lf = store.scan(cols + (["completion_tokens"] if tokens else [])).drop("_shard")
         else:
@@ -964,5 +965,5 @@ def scan_completions(path: str | os.PathLike[str]) -> pl.LazyFrame | None:
         (pl.col("completion_tokens") if tokens else pl.lit(None))
         .cast(pl.Int64)
         .alias("completion_tokens"),
-        pl.col(COMPLETION_COLUMN).cast(pl.String),
+        *([pl.col(COMPLETION_COLUMN).cast(pl.String)] if text else []),
     )
