@@ -4,8 +4,9 @@ Expected rollouts come from the manifest and the samples file: every sample of
 `samples.parquet` times the run's `runs`, or, for an array job (`manifest["shards"]`),
 each shard's samples (curate/core/shards.py) times the runs that shard asked for
 (a shard that has not started yet counts with the run's `runs`). A pair is done when
-it holds a scored rollout; an error row is not done (`curate eval` retries it on
-resume), so it counts as missing and also as an error.
+a re-run leaves it alone (`curate.core.settled`): it holds a scored rollout, or an
+error that recurs (counted as done and as `settled`). A retryable error row is not
+done (`curate eval` retries it on resume): it counts as missing and as an error.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from curate.core.settled import SETTLED_COLUMN, settled_error_expr, settled_expr
 from curate.core.shards import shard_of
 from curate.errors import InputError
 from curate.store.run_dir import RolloutStore
@@ -28,8 +30,9 @@ class PartStatus:
     samples: int
     runs: int | None  # None: shards with different run counts (the total)
     expected: int
-    done: int
-    errors: int  # pairs whose stored rollout is an error (retried on resume)
+    done: int  # pairs a re-run leaves alone: scored, or a settled error
+    errors: int  # pairs whose stored rollout is a retryable error (retried on resume)
+    settled: int = 0  # pairs done with an error that recurs (among `done`)
     writer: str | None = None  # "pid@host" of a live writer, when one holds the lock
 
     @property
@@ -95,18 +98,24 @@ def run_status(run_dir: str | os.PathLike[str]) -> RunStatus:
         pl.col("_part").replace_strict(targets, return_dtype=pl.Int64).alias("_runs")
     )
     if store.shard_paths():
-        stored = store.rollouts(["sample_id", "run_idx", "error"])
+        stored = store.rollouts(["sample_id", "run_idx", "error", SETTLED_COLUMN])
     else:
         stored = pl.DataFrame(
-            schema={"sample_id": pl.String, "run_idx": pl.Int32, "error": pl.String}
+            schema={
+                "sample_id": pl.String,
+                "run_idx": pl.Int32,
+                "error": pl.String,
+                SETTLED_COLUMN: pl.Boolean,
+            }
         )
     counted = (
         stored.join(plan, on="sample_id", how="inner")
         .filter(pl.col("run_idx").is_between(0, pl.col("_runs") - 1))
         .group_by("_part")
         .agg(
-            pl.col("error").is_null().sum().alias("done"),
-            pl.col("error").is_not_null().sum().alias("errors"),
+            settled_expr().sum().alias("done"),
+            (~settled_expr()).sum().alias("errors"),
+            settled_error_expr().sum().alias("settled"),
         )
     )
     by_part = {row["_part"]: row for row in counted.iter_rows(named=True)}
@@ -125,6 +134,7 @@ def run_status(run_dir: str | os.PathLike[str]) -> RunStatus:
                 expected=int(sizes.get(part, 0)) * targets[part],
                 done=int(by_part.get(part, {}).get("done", 0)),
                 errors=int(by_part.get(part, {}).get("errors", 0)),
+                settled=int(by_part.get(part, {}).get("settled", 0)),
                 writer=holder.where if holder is not None and live else None,
             )
         )
@@ -136,5 +146,6 @@ def run_status(run_dir: str | os.PathLike[str]) -> RunStatus:
         expected=sum(p.expected for p in parts),
         done=sum(p.done for p in parts),
         errors=sum(p.errors for p in parts),
+        settled=sum(p.settled for p in parts),
     )
     return RunStatus(store.run_dir, total, parts if count > 1 else [])

@@ -65,6 +65,22 @@ class SuspectCheck:
         """Flagged samples; None when there was no check."""
         return None if self.frame is None else self.frame.height
 
+    @property
+    def close_misses(self) -> int | None:
+        """Flagged samples whose majority answer is a close miss of the reference
+        (`curate.stats.close_miss`: likelier the model's mistake than a wrong label);
+        None without a check or without the references (a score table)."""
+        if self.frame is None or self.frame["reference"].null_count() == self.frame.height:
+            return None if self.frame is None or self.frame.height else 0
+        from curate.stats.close_miss import close_miss
+
+        pairs = zip(
+            self.frame["majority_answer"].to_list(),
+            self.frame["reference"].to_list(),
+            strict=True,
+        )
+        return sum(close_miss(answer, reference) for answer, reference in pairs)
+
     def ids(self) -> pl.Series:
         """The flagged sample ids (empty when there was no check)."""
         import polars as pl
@@ -77,6 +93,7 @@ class SuspectCheck:
         """The report's `suspect_labels` JSON section."""
         return {
             "count": self.count,
+            "close_misses": self.close_misses,
             "min_share": self.min_share,
             "min_n": self.min_n,
             "reason": self.reason,

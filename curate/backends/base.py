@@ -54,6 +54,9 @@ class Generation:
     # `reasoning_closed`: whether it ended; `text` is then the answer.
     reasoning: str | None = None
     reasoning_closed: bool | None = None
+    # With `error`: True when the same request fails the same way again (the prompt
+    # does not fit the context), so a re-run does not retry it (curate.core.settled).
+    settled: bool = False
 
 
 @dataclass(slots=True)

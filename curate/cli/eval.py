@@ -562,9 +562,10 @@ def eval_cmd(
             f"{outcome.run_dir}: set aside {len(outcome.set_aside)} unreadable shard(s) in {where}"
         )
     label = f"{outcome.run_dir}" + (f" (shard {opts.shard})" if opts.shard else "")
+    settled = f" ({r.settled} settled: they recur, a re-run keeps them)" if r.settled else ""
     print(
         f"{label}: {r.rollouts} new rollouts in {r.seconds:.1f}s "
-        f"({r.skipped} already stored), {r.errors} errors, {r.truncated} truncated"
+        f"({r.skipped} already stored), {r.errors} errors{settled}, {r.truncated} truncated"
     )
     for line in error_summary(r.error_messages):
         print(line)
@@ -573,11 +574,17 @@ def eval_cmd(
     if isinstance(r, AdaptiveResult):
         print(adaptive_line(r))
     if outcome.all_failed:
-        # Nothing was learned: say so and fail (errored rollouts are redone on a re-run).
-        print(
-            f"{outcome.run_dir}: all {r.rollouts} rollouts failed; "
-            f"see their errors: curate report {outcome.run_dir}"
-        )
+        # Nothing was learned: say so and fail. Retryable errors are redone on a re-run;
+        # settled ones are not, so a re-run of such a run fails the same way.
+        tally = outcome.tally
+        if tally is not None and tally.never_scored:
+            what = (
+                f"none of the {tally.expected} rollouts can be scored: "
+                f"{tally.settled} are errors that recur on a re-run"
+            )
+        else:
+            what = f"all {r.rollouts} rollouts failed"
+        print(f"{outcome.run_dir}: {what}; see their errors: curate report {outcome.run_dir}")
         raise typer.Exit(1)
     if opts.shard is not None:
         print(f"next: curate status {outcome.run_dir} (then curate report {outcome.run_dir})")

@@ -37,7 +37,9 @@ def status(
         typer.Option("--format", "-f", help="table for people, json for machines."),
     ] = StatusFormat.table,
 ) -> None:
-    """Rollouts done and missing per shard and overall; exit 1 while any is missing."""
+    """Rollouts done and missing per shard and overall; exit 1 while any is missing.
+
+    A rollout whose error recurs on every re-run (settled) counts as done."""
     from curate.analysis.status import run_status
 
     result = run_status(run)
@@ -55,7 +57,8 @@ def render_status(result: RunStatus) -> None:
 
     console = stdout_console()
     table = Table(title=f"curate status: {result.run_dir}")
-    for name in ("shard", "samples", "runs", "expected", "done", "missing", "errors", "writer"):
+    columns = ("shard", "samples", "runs", "expected", "done", "settled", "missing", "errors")
+    for name in (*columns, "writer"):
         table.add_column(name, justify="left" if name in ("shard", "writer") else "right")
     for part in [*result.shards, result.total]:
         table.add_row(
@@ -64,18 +67,26 @@ def render_status(result: RunStatus) -> None:
             "mixed" if part.runs is None else str(part.runs),
             f"{part.expected:,}",
             f"{part.done:,}",
+            f"{part.settled:,}",
             f"{part.missing:,}",
             f"{part.errors:,}",
             part.writer or "",
         )
     console.print(table)
     t = result.total
+    # Settled errors are done: a re-run would fail them the same way, so it keeps them.
+    settled = (
+        f"; {t.settled:,} of them done with an error that recurs (settled, not retried; "
+        f"see curate report {result.run_dir})"
+        if t.settled
+        else ""
+    )
     if result.complete:
-        write_stdout(f"complete: {t.done:,} of {t.expected:,} rollouts\n")
+        write_stdout(f"complete: {t.done:,} of {t.expected:,} rollouts{settled}\n")
     else:
         waiting = [p.shard for p in result.shards if p.missing]
         where = f" (shards {', '.join(str(s) for s in waiting)})" if waiting else ""
         write_stdout(
             f"incomplete: {t.missing:,} of {t.expected:,} rollouts missing{where}, "
-            f"{t.errors:,} of them errors (retried by re-running curate eval)\n"
+            f"{t.errors:,} of them errors (retried by re-running curate eval){settled}\n"
         )

@@ -8,13 +8,29 @@ dependency becomes one line naming the extra to install.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from curate.errors import MissingExtraError, UsageError
 
 T = TypeVar("T")
+
+
+def did_you_mean(name: str, names: Iterable[str]) -> str | None:
+    """The name closest to a mistyped one (case aside), or None when none is close
+    (difflib's similarity ratio of at least 0.6)."""
+    import difflib
+
+    folded = {n.lower(): n for n in names}
+    close = difflib.get_close_matches(name.strip().lower(), list(folded), n=1)
+    return folded[close[0]] if close else None
+
+
+def _unknown_name(kind: str, name: str, names: list[str]) -> str:
+    close = did_you_mean(name, names)
+    hint = f"; did you mean '{close}'?" if close else ""
+    return f"unknown {kind} '{name}'{hint} (choose from {', '.join(names)})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,9 +61,7 @@ class Registry(Generic[T]):
         self._entries: dict[str, Entry] = {}
         self._loaded: dict[str, T] = {}
         self._normalise = normalise
-        self._unknown = unknown or (
-            lambda name, names: f"unknown {kind} '{name}' (choose from {', '.join(names)})"
-        )
+        self._unknown = unknown or (lambda name, names: _unknown_name(kind, name, names))
 
     def add(self, name: str, target: str, *, help: str = "", install_hint: str = "") -> None:
         """Register (or replace) `name` as the object at `target`, imported on first use."""

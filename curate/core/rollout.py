@@ -37,6 +37,10 @@ class Rollout:
     # not reason. `reasoning_closed`: False when it never ended (no answer). Late too.
     reasoning: str | None = None
     reasoning_closed: bool | None = None
+    # On an error row: True when the error recurs on a re-run (a resume leaves the row
+    # alone), False when it is retried; null on a scored row (curate.core.settled).
+    # Late too: older shards read it as null.
+    settled: bool | None = None
 
 
 # Kept as strings so that importing this module does not import polars.
@@ -57,6 +61,7 @@ ROLLOUT_DTYPES: Final[dict[str, str]] = {
     "raw_score": "Float64",
     "reasoning": "String",
     "reasoning_closed": "Boolean",
+    "settled": "Boolean",
 }
 
 ROLLOUT_FIELDS: Final[tuple[str, ...]] = tuple(f.name for f in fields(Rollout))

@@ -42,7 +42,7 @@ from curate.engine.spec import Evaluation
 from curate.errors import CurateError, RunError, UsageError
 from curate.graders.judge import JudgeConfig, judge_settings_of, judge_usage_of, merge_usage
 from curate.graders.registry import grader_kind
-from curate.store.run_dir import RolloutStore, set_aside_corrupt_shards
+from curate.store.run_dir import PairTally, RolloutStore, set_aside_corrupt_shards
 
 if TYPE_CHECKING:
     import polars as pl
@@ -171,11 +171,19 @@ class EvalOutcome:
     set_aside: list[Path] = field(default_factory=list)  # unreadable shards moved away
     # The LLM judge's usage this call (calls, cached, tokens, cost), for `--grader judge`.
     judge_usage: dict[str, Any] | None = None
+    # Where this process's pairs stand after the call (None: not counted, adaptive).
+    tally: PairTally | None = None
 
     @property
     def all_failed(self) -> bool:
-        """Every rollout this call generated is an error (none stored with a score)."""
-        return self.result.rollouts > 0 and self.result.errors == self.result.rollouts
+        """Nothing was learned, in a way that the same command repeats: every rollout
+        this call generated is an error and some would be retried, or every pair of the
+        run is done and none holds a score (its errors recur: a re-run, which generates
+        nothing, fails the same way)."""
+        r = self.result
+        if r.rollouts > 0 and r.errors == r.rollouts and r.errors > r.settled:
+            return True
+        return self.tally is not None and self.tally.never_scored
 
 
 def default_run_dir(data: Path, model: str) -> Path:
@@ -338,13 +346,11 @@ def _evaluate(
     _check_resume(previous, settings.manifest(), run_dir, ignore=skip)
     # Every (sample, run) pair stored: write nothing and start nothing, so a finished
     # run re-runs on a read-only copy. (The adaptive loop decides for itself.)
-    if (
-        policy is None
-        and previous is not None
-        and not opts.set_aside_corrupt
-        and store.missing_pairs(mine["sample_id"], opts.runs) == 0
-    ):
-        return EvalOutcome(run_dir, EvalResult(skipped=mine.height * opts.runs), settings)
+    if policy is None and previous is not None and not opts.set_aside_corrupt:
+        tally = store.pair_tally(mine["sample_id"], opts.runs)
+        if tally.missing == 0:
+            skipped = EvalResult(skipped=mine.height * opts.runs)
+            return EvalOutcome(run_dir, skipped, settings, tally=tally)
     try:
         with (
             # One writer per run directory (per shard with --shard); before the engine starts.
@@ -382,6 +388,7 @@ def _evaluate(
                 runs=opts.runs,
                 chunk_size=opts.chunk_size,
                 truncation=opts.truncation,
+                unusable_references=pf.check.unusable,
             )
             if opts.shard is None:
                 # Read again under the lock: another writer may have finished meanwhile.
@@ -423,6 +430,7 @@ def _evaluate(
         settings=settings,
         set_aside=set_aside,
         judge_usage=judge_usage_of(grader),
+        tally=store.pair_tally(mine["sample_id"], opts.runs) if policy is None else None,
     )
 
 
@@ -541,7 +549,8 @@ def _check_resume(
     if diffs:
         raise UsageError(
             f"{run_dir}: this run was made with other settings ({'; '.join(diffs)}); "
-            "re-run with the original settings to resume, or pass --force-new to start afresh"
+            "re-run with the original settings to resume, use another --out to keep both "
+            "runs, or pass --force-new to discard this run's rollouts and start afresh"
         )
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curate.core.prompts import Mode
+from curate.core.settled import SETTLED_COLUMN
 from curate.data.samples import build_prompts, fields_of_manifest, references_by_id
 from curate.engine.runner import GRADER_ERROR_PREFIX, sample_contexts
 from curate.errors import InputError, UsageError
@@ -206,6 +207,9 @@ def grade_chunk(
     n = chunk.height
     score: list[float | None] = [None] * n
     error: list[str | None] = list(old_errors)
+    # A regraded row's old flag no longer applies: scored (null), or a grader error the
+    # new grader may not repeat on a re-run (retryable); kept rows keep theirs.
+    settled: list[bool | None] = list(chunk[SETTLED_COLUMN].to_list())
     extracted: list[str | None] = [None] * n
     raw: list[float | None] = [None] * n
     todo = [
@@ -234,9 +238,11 @@ def grade_chunk(
             raw[i] = res.raw_score
             if res.error is not None:
                 error[i] = f"{GRADER_ERROR_PREFIX}{res.error}"
+                settled[i] = False
                 result.grader_errors += 1
             else:
                 error[i] = None
+                settled[i] = None
                 score[i] = res.score
         result.graded += len(todo)
     return chunk.with_columns(
@@ -244,6 +250,7 @@ def grade_chunk(
         pl.Series("error", error, dtype=pl.String),
         pl.Series("extracted", extracted, dtype=pl.String),
         pl.Series("raw_score", raw, dtype=pl.Float64),
+        pl.Series(SETTLED_COLUMN, settled, dtype=pl.Boolean),
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -34,6 +34,7 @@ from curate.core.reasoning import (
 )
 from curate.core.rollout import Rollout, rollout_columns
 from curate.core.seeds import derive_seed
+from curate.core.settled import SETTLED_COLUMN, settled_error_expr
 from curate.data.sanity import ANSWER_GRADERS, FormWatch, index_column
 from curate.engine.progress import NullProgress, OutcomeTally, Progress
 from curate.engine.spec import DEFAULT_CHUNK_SIZE, Evaluation, evaluation_of
@@ -57,7 +58,7 @@ __all__ = [
 # A streaming backend's finished rollouts reach disk at least this often.
 FLUSH_SECONDS = 2.0
 # What planning needs of the stored rollouts.
-OUTCOME_COLUMNS = ("sample_id", "run_idx", "score", "error")
+OUTCOME_COLUMNS = ("sample_id", "run_idx", "score", "error", SETTLED_COLUMN)
 # What a grader's failure on one rollout looks like in the store's `error` column.
 GRADER_ERROR_PREFIX = "grader: "
 # The early stop (`GradingWatch`): judged on the first chunk, or on the first
@@ -73,6 +74,7 @@ WATCH_SHARE = 0.95
 class EvalResult:
     rollouts: int = 0
     errors: int = 0
+    settled: int = 0  # errors among them that recur on a re-run (curate.core.settled)
     truncated: int = 0
     skipped: int = 0  # already stored before this run
     seconds: float = 0.0
@@ -232,6 +234,7 @@ def grade_generations(
     grader: Grader,
     contexts: Mapping[str, SampleContext] | None = None,
     truncation: str = DEFAULT_TRUNCATION,
+    unusable: Collection[str] = frozenset(),
 ) -> dict[str, list[Any]]:
     """Rollout rows (column -> values) for a chunk; failed generations become error rows.
 
@@ -240,7 +243,10 @@ def grade_generations(
     as the model wrote it. A rollout cut short (max_tokens, or reasoning never closed)
     is scored as `truncation` says. `contexts` (sample id -> row, see
     `sample_contexts`) reaches the graders that read it (verl, trl) through
-    `curate.graders.base.grade`."""
+    `curate.graders.base.grade`. Each error row says whether it recurs on a re-run
+    (`curate.core.settled`): the backend's word for a failed generation; settled for a
+    rollout cut short under the `error` policy and for a grader error on a sample in
+    `unusable` (its reference failed the pre-run check); retryable otherwise."""
     if truncation not in TRUNCATION_POLICIES:
         raise ValueError(f"unknown truncation policy {truncation!r}")
     whole_text = sees_reasoning(grader)
@@ -262,9 +268,11 @@ def grade_generations(
             )
             records.append(record)
             if gen.error is not None:
+                record.settled = gen.settled
                 continue
             if gen.text is None and gen.reasoning is None:
                 record.error = "backend returned no text"
+                record.settled = False
                 continue
             if gen.reasoning is not None:
                 split = separated(gen.text, gen.reasoning, bool(gen.reasoning_closed))
@@ -283,6 +291,7 @@ def grade_generations(
                     if split.closed is False
                     else f"stopped at max_tokens ({gen.completion_tokens} tokens)"
                 )
+                record.settled = True  # the same seed cuts it short again
             elif whole_text:
                 to_grade.append((len(records) - 1, raw))
             elif split.answer is None:
@@ -306,6 +315,7 @@ def grade_generations(
             record.extracted = res.extracted
             if res.error is not None:
                 record.error = f"{GRADER_ERROR_PREFIX}{res.error}"
+                record.settled = record.sample_id in unusable
             else:
                 record.score = res.score
                 record.raw_score = res.raw_score
@@ -413,10 +423,12 @@ def run_eval(
         scored = mine.filter(pl.col("error").is_null())
         sids, run_idxs = scored["sample_id"].to_list(), scored["run_idx"].to_list()
         done = set(zip(sids, run_idxs, strict=True))
-        # A rollout cut short under the `error` policy is not retried: its seed would
-        # cut it short again.
-        cut = mine.filter(pl.col("error").str.starts_with(TRUNCATED_ERROR_PREFIX))
-        done |= set(zip(cut["sample_id"].to_list(), cut["run_idx"].to_list(), strict=True))
+        # An error that recurs (curate.core.settled) is not retried: the same request
+        # would fail the same way.
+        if SETTLED_COLUMN not in mine.columns:
+            mine = mine.with_columns(pl.lit(None, dtype=pl.Boolean).alias(SETTLED_COLUMN))
+        kept = mine.filter(settled_error_expr())
+        done |= set(zip(kept["sample_id"].to_list(), kept["run_idx"].to_list(), strict=True))
         tally.add_many(
             (s, v)
             for s, r, v in zip(sids, run_idxs, scored["score"].to_list(), strict=True)
@@ -440,7 +452,13 @@ def run_eval(
     ) -> list[str | None]:
         """Grade and write one shard; its `error` column."""
         cols = grade_generations(
-            chunk, generations, ev.references, ev.grader, contexts, ev.truncation
+            chunk,
+            generations,
+            ev.references,
+            ev.grader,
+            contexts,
+            ev.truncation,
+            ev.unusable_references,
         )
         frame = pl.DataFrame(cols, schema_overrides={"run_idx": pl.Int32})
         store.append(frame)
@@ -448,6 +466,7 @@ def run_eval(
         errors = [e for e in cols["error"] if e is not None]
         result.rollouts += n
         result.errors += len(errors)
+        result.settled += sum(bool(s) for s in cols[SETTLED_COLUMN])
         result.error_messages.update(errors)
         result.truncated += sum(bool(t) for t in cols["truncated"])
         result.prompt_tokens += sum(t or 0 for t in cols["prompt_tokens"])

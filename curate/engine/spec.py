@@ -47,6 +47,9 @@ class Evaluation:
     chunk_size: int = DEFAULT_CHUNK_SIZE
     # How a rollout cut short is scored (curate.core.reasoning.TRUNCATION_POLICIES).
     truncation: str = DEFAULT_TRUNCATION
+    # Samples whose reference the pre-run check found unusable: a grader error on one
+    # of them recurs on every re-run, so it is stored as settled (curate.core.settled).
+    unusable_references: frozenset[str] = frozenset()
 
     def with_runs(self, runs: int | Mapping[str, int]) -> Evaluation:
         """The same evaluation with another run count (or per-sample targets)."""

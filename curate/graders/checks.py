@@ -63,6 +63,9 @@ class ReferenceCheck:
     # References accepted without a check: the grader knows no correct answer to try
     # (a code data set without canonical solutions; its tests were read, though).
     unchecked: int = 0
+    # The samples whose reference every correct answer failed on with an error: every
+    # rollout of theirs is a grader error, on every re-run (curate.core.settled).
+    unusable: frozenset[str] = frozenset()
 
     @property
     def bad(self) -> int:
@@ -222,6 +225,7 @@ def check_references(
             elif sid not in first_error:
                 first_error[sid] = result.error or "grader error"
     unparsable = rejected = 0
+    unusable: set[str] = set()
     examples: list[BadReference] = []
     for sid in references:  # in data set order
         if sid not in failing:
@@ -235,6 +239,7 @@ def check_references(
             problem = f"best score {score:g}, for {one_line(completion, 80)!r}"
         else:
             unparsable += 1
+            unusable.add(sid)
             problem = first_error.get(sid, "no answer to try (empty list of alternatives)")
         if len(examples) < max_examples:
             examples.append(BadReference(sid, _shown(references[sid]), problem))
@@ -245,4 +250,5 @@ def check_references(
         rejected=rejected,
         examples=tuple(examples),
         unchecked=unchecked,
+        unusable=frozenset(unusable),
     )

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from curate.core.registry import Registry
+from curate.core.registry import Registry, did_you_mean
 from curate.errors import UsageError
 from curate.graders.base import Grader, GraderOptions, ScoreRange
 from curate.graders.numeric import reference_number
@@ -137,7 +137,9 @@ def grader_kind(spec: str | None) -> str:
 
 
 def _unknown(spec: str) -> UsageError:
-    return UsageError(f"unknown grader {spec!r}; expected one of: {', '.join(GRADER_NAMES)}")
+    close = did_you_mean(spec.partition(":")[0], GRADERS.names())
+    hint = f" (did you mean '{close}'?)" if close else ""
+    return UsageError(f"unknown grader {spec!r}{hint}; expected one of: {', '.join(GRADER_NAMES)}")
 
 
 def get_grader(

@@ -38,7 +38,10 @@ def length_figure(
     if measured.height == 0:
         return no_data_figure("no rollouts with token counts to plot", title=title)
     lengths = measured["completion_tokens"].to_numpy()
-    top = int(max(lengths.max(), section.get("max_tokens") or 0, 1))
+    # The axis fits the lengths seen (and the recommendation), not max_tokens: a run
+    # whose answers stop at 40 tokens of 4,096 would otherwise be one bar at the left.
+    limit, rec = section.get("max_tokens"), section.get("recommended_max_tokens")
+    top = int(max(lengths.max(), rec or 0, 1))
     # Token counts are integers: each bar covers `width` whole counts, centred on them,
     # so a count is never split between bars nor merged into the last one.
     width = max(1, math.ceil((top + 1) / bins))
@@ -56,11 +59,12 @@ def length_figure(
             color=color, label=label, edgecolor="white", linewidth=0.3,
         )  # fmt: skip
         bottom += counts
-    limit = section.get("max_tokens")
     if limit is not None:
-        ax.axvline(limit, color=LIMIT_COLOR, linestyle="-", linewidth=1.6)
-        ax.plot([], [], color=LIMIT_COLOR, label=f"max_tokens of the run: {limit:,}")
-    rec = section.get("recommended_max_tokens")
+        beyond = limit > edges[-1]
+        if not beyond:
+            ax.axvline(limit, color=LIMIT_COLOR, linestyle="-", linewidth=1.6)
+        where = " (beyond the longest completion)" if beyond else ""
+        ax.plot([], [], color=LIMIT_COLOR, label=f"max_tokens of the run: {limit:,}{where}")
     if rec is not None:
         ax.axvline(rec, color=RECOMMEND_COLOR, linestyle="--", linewidth=1.6)
         cut = section.get("recommended_cut_share")

@@ -112,6 +112,13 @@ def build_report(
     if lengths is not None:
         loaded.summary.extra["lengths"] = lengths.section
         loaded.summary.warnings.extend(length_warnings(lengths.section))
+    # Answers with no letter or digit: their count and one example (a second read, of
+    # the completion texts; none for a bare score table).
+    from curate.analysis.empty import load_empty
+
+    empty = load_empty(path)
+    if empty is not None:
+        loaded.summary.extra["empty_completions"] = empty
     check = None
     if suspects is not False:
         from curate.analysis.suspects import report_suspects

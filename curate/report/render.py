@@ -40,10 +40,13 @@ null):
     source            str (when known)
     usage             {prompt_tokens: int | null, completion_tokens: int | null,
                        cost_usd: float | null} (only with token counts or prices)
-    suspect_labels    {count: int | null, min_share: float, min_n: int, reason: str | null}:
-                      samples whose rollouts agree on an answer graded wrong (only when
-                      the input has extracted answers; count null and `reason` saying
-                      why when not checked; `curate.analysis.suspects`)
+    suspect_labels    {count: int | null, close_misses: int | null, min_share: float,
+                      min_n: int, reason: str | null}: samples whose rollouts agree on
+                      an answer graded wrong (only when the input has extracted answers;
+                      count null and `reason` saying why when not checked;
+                      `curate.analysis.suspects`); close_misses: how many of their
+                      majority answers nearly equal the reference
+                      (`curate.stats.close_miss`; null without references)
     lengths           completion lengths and truncation (only with completion token
                       counts; `curate.stats.lengths`): rollouts, truncated: int,
                       truncation_rate: float | null, excluded_from_statistics: bool,
@@ -54,14 +57,21 @@ null):
                       p50, p90, p99, max: int | null}}, max_tokens: int | null,
                       recommended_max_tokens: int | null, recommended_cut_share:
                       float | null, recommended_is_lower_bound: bool
+    empty_completions {rollouts, empty: int, share, warn_share: float, example:
+                      {sample_id: str, run_idx: int | null, completion: str} | null}:
+                      answers with no letter or digit (only when the input stores
+                      completions; `curate.analysis.empty`); table and Markdown show
+                      them from a share of warn_share
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from typing import TYPE_CHECKING, Any
 
+from curate.analysis.empty import empty_text, flagged
 from curate.core.outcome import CATEGORIES, LABELS
 from curate.report.gates import GateResult
 from curate.stats.adaptive import model_based_note
@@ -184,18 +194,26 @@ def length_lines(section: dict[str, Any]) -> list[str]:
             f"mostly truncated: {section['mostly_truncated_samples']} samples "
             f"({section['mostly_truncated_never_right']} never right: maybe only too short)"
         )
-    rec = section["recommended_max_tokens"]
-    if rec is not None:
-        line = f"recommended max_tokens: {rec:,} (99% of right answers finish within it"
-        if section["recommended_cut_share"] is not None:
-            line += f"; it would cut {section['recommended_cut_share']:.1%} of rollouts"
-        line += ")"
-        if section.get("recommended_is_lower_bound"):
-            line += ", a lower bound: rollouts cut short could not finish"
-        if section["max_tokens"] is not None:
-            line += f"; this run: {section['max_tokens']:,}"
+    if (line := max_tokens_sentence(section)) is not None:
         lines.append(line)
     return lines
+
+
+def max_tokens_sentence(section: dict[str, Any]) -> str | None:
+    """The recommended max_tokens as one plain sentence (None without one)."""
+    rec = section["recommended_max_tokens"]
+    if rec is None:
+        return None
+    run = section["max_tokens"]
+    used = f" (this run used {run:,})" if run is not None else ""
+    if section.get("recommended_is_lower_bound"):
+        return (
+            f"Set max_tokens to at least {rec:,}: 99% of right answers finish within it, "
+            f"but the rollouts cut short might have needed more{used}."
+        )
+    cut = section["recommended_cut_share"]
+    cuts = f", and it would cut {cut:.1%} of rollouts" if cut is not None else ""
+    return f"Set max_tokens to {rec:,}: 99% of right answers finish within it{cuts}{used}."
 
 
 def _fmt(value: float | None, spec: str = ".3f") -> str:
@@ -208,8 +226,9 @@ def _share(count: int, total: int) -> str:
 
 def multiplier_lines(m: ComputeMultiplier, high_variance_fraction: float) -> tuple[str, list[str]]:
     """The compute multiplier as a headline and short detail lines (each well under 80
-    columns, so no renderer wraps one mid-phrase): the recommendation, what it buys,
-    what the next step would add, and the rule of thumb as context."""
+    columns, so no renderer wraps one mid-phrase): the recommendation, what it buys and
+    what the next step would add. One recommendation: the variance-plot rule of thumb
+    is not among them (`rule_of_thumb_note`)."""
     g, big = m.group_size, m.recommended_group_size
     verb = "keep" if m.recommended == 1 else "use"
     head = f"{m.recommended}x ({verb} groups of {big} rollouts per prompt)"
@@ -227,11 +246,23 @@ def multiplier_lines(m: ComputeMultiplier, high_variance_fraction: float) -> tup
         lines.append(
             f"groups of {m.next_group_size} would still add {gain}: filtering may pay more"
         )
-    lines.append(
-        f"variance-plot rule of thumb for a {high_variance_fraction:.1%} learnable share: "
-        f"{m.rule_of_thumb_text}"
-    )
     return head, lines
+
+
+def rule_of_thumb_note(m: ComputeMultiplier, high_variance_fraction: float) -> str | None:
+    """The variance-plot rule of thumb, where it adds something: when its range leaves
+    out the recommendation, a reader who knows the rule learns why curate differs. As
+    context, in the Markdown summary; never on the terminal, where it would read as a
+    second recommendation (the JSON keeps it as `rule_of_thumb`)."""
+    low, high = m.rule_of_thumb.get("low"), m.rule_of_thumb.get("high")
+    if low is None or high is None or low <= m.recommended <= high:
+        return None
+    return (
+        f"the variance-plot rule of thumb would say {m.rule_of_thumb_text} for a "
+        f"{high_variance_fraction:.1%} learnable share; it looks at that share alone, "
+        "while the recommendation above follows how this run's pass rates open more "
+        "groups as G grows"
+    )
 
 
 def _one_line(text: str, width: int = ERROR_WIDTH) -> str:
@@ -325,6 +356,8 @@ def render_markdown(
         lines += [""] + [f"- {line}" for line in length_lines(lengths)]
     head, detail = multiplier_lines(s.compute_multiplier, s.high_variance_fraction)
     lines += ["", f"**Compute multiplier:** {head}", ""] + [f"- {line}" for line in detail]
+    if note := rule_of_thumb_note(s.compute_multiplier, s.high_variance_fraction):
+        lines += ["", f"_For reference: {note}._"]
     if note := model_based_note(s.extra):  # adaptive runs (issue 13)
         lines += ["", f"_{note}_"]
     if (settings := trainer_settings_text(s.extra)) is not None:
@@ -334,6 +367,12 @@ def render_markdown(
             lines += ["", "```", *paste, "```"]
     if (suspect := suspect_line(suspects, source, code="`")) is not None:
         lines += ["", suspect]
+    if flagged(empty := s.extra.get("empty_completions")):
+        assert empty is not None
+        line, example = empty_text(empty)
+        # A code span as long as needed that the example's own backticks cannot close.
+        fence = "`" * (max((len(run) for run in re.findall("`+", example)), default=0) + 1)
+        lines += ["", f"**{line}** {fence} {example} {fence}"]
     if s.warnings:
         lines += ["", "**Warnings**", ""] + [f"- {w}" for w in s.warnings]
     return "\n".join(lines) + "\n"
@@ -438,6 +477,11 @@ def render_table(
     if (suspect := suspect_line(suspects, source)) is not None:
         # Not wrapped by rich: the command in the line stays whole for copy and paste.
         console.print(suspect, highlight=False, markup=False, soft_wrap=True)
+    if flagged(empty := s.extra.get("empty_completions")):
+        assert empty is not None
+        line, example = empty_text(empty)
+        # The example is untrusted text: printed as a literal, never as markup.
+        console.print(f"{line} {example}", highlight=False, markup=False)
     for w in s.warnings:
         console.print(f"[yellow]warning[/yellow]: {w}", highlight=False)
     for gate in gates:
@@ -471,6 +515,12 @@ def suspect_line(check: SuspectCheck | None, source: str | None, *, code: str = 
         return f"suspect labels: {check.reason}"
     n = check.count
     line = f"suspect labels: {n} sample{'' if n == 1 else 's'} (majority answer graded wrong)"
+    close = check.close_misses
+    if n and close:
+        # Said before the list: a near-right answer repeated is more often the model's
+        # mistake than a wrong label, so those need no one to check them first.
+        verb = "is a close miss" if close == 1 else "are close misses"
+        line += f"; {close} of the majority answers {verb} of the reference (likely the model's)"
     if n and source is not None:
         import shlex
 

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from curate.core.settled import SETTLED_COLUMN, settled_error_expr, settled_expr
 from curate.core.shards import ShardSpec
 from curate.errors import InputError, RunError
 from curate.store.atomic import atomic_path, atomic_write_text
@@ -446,41 +447,57 @@ class RolloutStore:
             ) from exc
 
     def completed_pairs(self) -> pl.DataFrame:
-        """(sample_id, run_idx) pairs that have a scored (non-error) rollout, or one cut
-        short under `--truncated error` (not redone)."""
+        """(sample_id, run_idx) pairs that a resume does not redo: a scored rollout, or
+        an error that recurs (`curate.core.settled`)."""
 
-        cols = ["sample_id", "run_idx", "error"]
+        cols = ["sample_id", "run_idx", "error", SETTLED_COLUMN]
         shards = self.shard_paths()
         frame = self._collect(self.scan(cols, shards=shards), shards, cols)
-        return frame.filter(_settled()).select("sample_id", "run_idx").unique()
+        return frame.filter(settled_expr()).select("sample_id", "run_idx").unique()
 
     def missing_pairs(self, sample_ids: Sequence[str] | pl.Series, runs: int) -> int:
-        """How many pairs (sample_id, run_idx < runs) of `sample_ids` hold no scored
-        rollout: 0 means a fixed-N `curate eval` has nothing left to do."""
+        """How many pairs (sample_id, run_idx < runs) of `sample_ids` a resume would
+        redo (no scored rollout, no settled error): 0 means a fixed-N `curate eval` has
+        nothing left to do."""
+        return self.pair_tally(sample_ids, runs).missing
+
+    def pair_tally(self, sample_ids: Sequence[str] | pl.Series, runs: int) -> PairTally:
+        """The pairs (sample_id, run_idx < runs) of `sample_ids`: how many are expected,
+        scored, and stored as an error that recurs (`curate.core.settled`)."""
         import polars as pl
 
         ids = pl.Series("sample_id", sample_ids, dtype=pl.String).unique()
         total = ids.len() * runs
         if total == 0 or not self.shard_paths():
-            return total
-        stored = self.rollouts(["sample_id", "run_idx", "error"])
-        done = stored.filter(
-            _settled()
-            & pl.col("run_idx").is_between(0, runs - 1)
-            & pl.col("sample_id").is_in(ids.implode())
-        ).height
-        return total - done
+            return PairTally(expected=total, scored=0, settled=0)
+        stored = self.rollouts(["sample_id", "run_idx", "error", SETTLED_COLUMN])
+        mine = stored.filter(
+            pl.col("run_idx").is_between(0, runs - 1) & pl.col("sample_id").is_in(ids.implode())
+        )
+        counts = mine.select(
+            pl.col("error").is_null().sum().alias("scored"),
+            settled_error_expr().sum().alias("settled"),
+        ).row(0)
+        return PairTally(expected=total, scored=int(counts[0]), settled=int(counts[1]))
 
 
-def _settled() -> pl.Expr:
-    """Rows a resume does not redo: scored ones, and rollouts stored as cut short under
-    `--truncated error` (their seed would cut them short again)."""
-    import polars as pl
+@dataclass(frozen=True, slots=True)
+class PairTally:
+    """Where a run's (sample_id, run_idx) pairs stand (`RolloutStore.pair_tally`)."""
 
-    from curate.core.reasoning import TRUNCATED_ERROR_PREFIX
+    expected: int
+    scored: int
+    settled: int  # stored as an error that recurs on a re-run: done, with an error
 
-    error = pl.col("error")
-    return error.is_null() | error.str.starts_with(TRUNCATED_ERROR_PREFIX).fill_null(False)
+    @property
+    def missing(self) -> int:
+        """Pairs a re-run would generate: nothing stored, or a retryable error."""
+        return self.expected - self.scored - self.settled
+
+    @property
+    def never_scored(self) -> bool:
+        """Every pair is done and none holds a score: a re-run cannot change that."""
+        return self.missing == 0 and self.expected > 0 and self.scored == 0
 
 
 def set_aside_corrupt_shards(store: RolloutStore) -> list[Path]:

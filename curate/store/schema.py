@@ -16,7 +16,7 @@ FORMAT_VERSION: Final = 1
 ROLLOUT_COLUMNS: Final[dict[str, str]] = ROLLOUT_DTYPES
 
 # Columns added after the first release: older shards lack them, and readers see nulls.
-LATE_ROLLOUT_COLUMNS: Final = ("raw_score", "reasoning", "reasoning_closed")
+LATE_ROLLOUT_COLUMNS: Final = ("raw_score", "reasoning", "reasoning_closed", "settled")
 
 # The columns a bare score table must have; the rest are optional.
 REQUIRED_SCORE_COLUMNS: Final = ("sample_id", "score")

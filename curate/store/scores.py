@@ -913,3 +913,57 @@ def read_answers(path: str | os.PathLike[str]) -> pl.DataFrame | None:
     frame = _normalise(frame.drop(ANSWER_COLUMN), path).with_columns(answers)
     frame = _resolve_duplicates(_validate(frame, path), path)
     return frame.select(cols)
+
+
+COMPLETION_COLUMN = "completion"
+
+
+def scan_completions(path: str | os.PathLike[str], *, text: bool = True) -> pl.LazyFrame | None:
+    """sample_id, run_idx (null for a table without one), error, completion_tokens (null
+    when not counted) and completion of every stored row, lazily; None when the input
+    stores no completion. Shards are not de-duplicated: a repeated pair is an error row
+    a resume replaced (no completion) or an exact repeat, which a count over scored
+    completions can ignore; the texts are the costliest column, so callers filter and
+    aggregate before collecting, and `text=False` leaves the column out (a run's shards
+    are then not asked for it)."""
+    import polars as pl
+
+    path = Path(path)
+    unreadable: tuple[type[BaseException], ...] = (InputError, *_input_errors())
+    try:
+        if path.is_dir():
+            if not is_run_dir(path):
+                return None
+            store = RolloutStore(path)
+            have = _shard_columns(store) if store.shard_paths() else set()
+            if COMPLETION_COLUMN not in have:
+                return None
+            cols = ["sample_id", "run_idx", "error", *([COMPLETION_COLUMN] if text else [])]
+            tokens = "completion_tokens" in have
+            lf = store.scan(cols + (["completion_tokens"] if tokens else [])).drop("_shard")
+        else:
+            if not path.is_file() or path.suffix.lower() not in TABLE_SUFFIXES:
+                return None
+            lf = read_table(path).lazy() if _is_json(path) else scan_table(path)
+            names = lf.collect_schema().names()
+            if COMPLETION_COLUMN not in names or "sample_id" not in names:
+                return None
+            tokens = "completion_tokens" in names
+            lf = lf.select(
+                "sample_id",
+                pl.col("run_idx") if "run_idx" in names else pl.lit(None).alias("run_idx"),
+                pl.col("error") if "error" in names else pl.lit(None).alias("error"),
+                COMPLETION_COLUMN,
+                *(["completion_tokens"] if tokens else []),
+            )
+    except unreadable:
+        return None  # the scores' own read names the problem
+    return lf.select(
+        pl.col("sample_id").cast(pl.String),
+        pl.col("run_idx").cast(pl.Int64),
+        pl.col("error").cast(pl.String),
+        (pl.col("completion_tokens") if tokens else pl.lit(None))
+        .cast(pl.Int64)
+        .alias("completion_tokens"),
+        *([pl.col(COMPLETION_COLUMN).cast(pl.String)] if text else []),
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
@@ -52,10 +53,34 @@ def scan_table(path: str | os.PathLike[str], columns: list[str] | None = None) -
     elif fmt == "csv":
         lf = pl.scan_csv(path, infer_schema_length=10_000)
     else:
-        lf = pl.scan_ndjson(path, infer_schema_length=10_000)
+        source = _jsonl_source(path)
+        if isinstance(source, Path):
+            lf = pl.scan_ndjson(source, infer_schema_length=10_000)
+        else:
+            lf = pl.read_ndjson(source, infer_schema_length=10_000).lazy()
     if columns is not None:
         lf = lf.select(columns)
     return lf
+
+
+# A UTF-8 byte-order mark: legal at the start of a JSON text (RFC 8259 lets a parser
+# ignore it), written by some Windows editors and exporters; polars refuses it.
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def _jsonl_source(path: Path) -> Path | io.BytesIO:
+    """What polars reads for a JSON Lines file: the path, or its bytes without a
+    byte-order mark. An empty file (nothing but white space) is an InputError."""
+    with path.open("rb") as f:
+        head = f.read(4096)
+        if head.strip() == b"" and f.read(1) == b"":
+            raise InputError("is empty: no JSON lines to read", path=path)
+    if not head.startswith(UTF8_BOM):
+        return path
+    body = path.read_bytes()[len(UTF8_BOM) :]
+    if not body.strip():
+        raise InputError("is empty: no JSON lines to read", path=path)
+    return io.BytesIO(body)
 
 
 def read_table(path: str | os.PathLike[str]) -> pl.DataFrame:
@@ -80,11 +105,13 @@ def _read_json_any(path: Path) -> pl.DataFrame:
     """A .json file may be JSON Lines or one JSON array of records."""
     import polars as pl
 
-    text = path.read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is dropped
     if text.lstrip().startswith("["):
         records = json.loads(text)
+        if not records:
+            raise InputError("is empty: a JSON array without records", path=path)
         return pl.DataFrame(records, infer_schema_length=None)
-    return pl.read_ndjson(path)
+    return pl.read_ndjson(_jsonl_source(path))
 
 
 def write_table(frame: pl.DataFrame, path: str | os.PathLike[str]) -> Path:

@@ -21,7 +21,7 @@ import pytest
 from curate.backends.base import Generation
 from curate.backends.fake import FakeBackend
 from curate.backends.vllm_options import check_model_source, engine_dtype, looks_local
-from curate.errors import InputError, RunError
+from curate.errors import InputError
 from curate.store.run_dir import RolloutStore
 from tests.cli.test_eval_command import wait_for_shards
 from tests.conftest import ARITHMETIC, ROOT, TINY_MODEL
@@ -115,7 +115,7 @@ def test_a_hub_name_offline_and_not_cached_fails_in_one_line(
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(huggingface_hub, "file_exists", unreachable)
-    with pytest.raises(RunError, match="cannot be reached"):
+    with pytest.raises(InputError, match="cannot be reached"):
         check_model_source("some-org/some-model")
 
     # Cached: the engine is told to stay offline and load it from the cache.

@@ -56,3 +56,19 @@ def test_without_token_counts_one_line_exit_2(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "the length plot needs token counts" in result.output
     assert len(result.output.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_the_axis_fits_the_lengths_seen_not_max_tokens() -> None:
+    # Short answers under a large max_tokens: the class of runs where the old axis
+    # (0..max_tokens) squeezed every bar into the leftmost few pixels.
+    rows = _rows().with_columns(pl.lit(False).alias("truncated"))
+    for max_tokens in (4096, 65536):
+        section = length_summary(rows, max_tokens=max_tokens)
+        fig = length_figure(rows.with_columns(outcome_expr()), section)
+        ax = fig.axes[0]
+        right = ax.get_xlim()[1]
+        assert 100 <= right <= 110, right  # the longest completion is 100 tokens
+        xs = [line.get_xdata()[0] for line in ax.get_lines() if len(line.get_xdata())]
+        assert max_tokens not in xs  # not drawn off the axis, but named in the legend
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert f"max_tokens of the run: {max_tokens:,} (beyond the longest completion)" in labels

@@ -65,9 +65,10 @@ def test_bad_input_raises_input_error(tmp_path: Path) -> None:
 
 
 def test_multiplier_lines_in_every_case() -> None:
-    """One recommendation in short lines (under 80 columns), the rule of thumb as
-    context, and no word a trainer would not know."""
-    from curate.report.render import multiplier_lines
+    """One recommendation in short lines (under 80 columns), no second one (the rule of
+    thumb is context, shown apart and only where it disagrees), and no word a trainer
+    would not know."""
+    from curate.report.render import multiplier_lines, rule_of_thumb_note
     from curate.stats.dataset import ComputeMultiplier, rule_of_thumb, rule_of_thumb_text
 
     def lines(m: int, now: float, then: float, gain: float, hv: float) -> list[str]:
@@ -88,18 +89,25 @@ def test_multiplier_lines_in_every_case() -> None:
         head, detail = multiplier_lines(cm, hv)
         out = [f"compute multiplier: {head}", *(f"  {line}" for line in detail)]
         assert all(len(line) <= 78 for line in out), out
-        assert not any("seed" in line for line in out)
+        assert not any("seed" in line or "rule of thumb" in line for line in out)
+        notes.append(rule_of_thumb_note(cm, hv))
         return out
+
+    notes: list[str | None] = []
 
     keep = lines(1, 0.34, 0.34, 0.004, 0.34)
     assert keep[0] == "compute multiplier: 1x (keep groups of 8 rollouts per prompt)"
     assert keep[1:3] == ["  mixed groups at G=8: 34.0%", "  groups of 16 would add only 0.4 points"]
-    assert keep[3] == "  variance-plot rule of thumb for a 34.0% learnable share: 1x"
+    assert len(keep) == 3 and notes[-1] is None  # 1x agrees with the rule's 1x
     more = lines(5, 0.34, 0.62, 0.015, 0.12)
     assert more[0] == "compute multiplier: 5x (use groups of 40 rollouts per prompt)"
     assert more[1] == "  mixed groups at G=40: 62.0%, instead of 34.0% at G=8"
-    assert more[3].endswith("12.0% learnable share: 2-4x")
+    note = notes[-1]
+    assert note is not None and note.startswith(
+        "the variance-plot rule of thumb would say 2-4x for a 12.0% learnable share"
+    )
     most = lines(8, 0.10, 0.45, 0.03, 0.05)
     assert most[2] == "  groups of 72 would still add 3.0 points: filtering may pay more"
-    assert most[3].endswith("5.0% learnable share: none (under 10%)")
+    assert notes[-1] is None  # under 10% the rule has no range: nothing to set against
     assert lines(1, 0.5, 0.5, 0.0, 0.5)[2] == "  groups of 16 would add nothing"
+    assert lines(2, 0.2, 0.3, 0.01, 0.2) and notes[-1] is None  # 2x is within 1-2x

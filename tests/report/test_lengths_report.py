@@ -55,7 +55,9 @@ def test_table_and_markdown_show_the_same_figures(think_run: Path) -> None:
     table = CliRunner().invoke(app, ["report", str(think_run)], env={"COLUMNS": "200"})
     md = CliRunner().invoke(app, ["report", str(think_run), "--format", "markdown"])
     for text in (table.stdout, md.stdout):
-        assert f"recommended max_tokens: {rec}" in text
+        # One plain sentence, the same in both.
+        bound = "at least " if section["recommended_is_lower_bound"] else ""
+        assert f"Set max_tokens to {bound}{rec}: 99% of right answers finish within it" in text
         assert f"truncated: {section['truncated']} of 160 rollouts" in text
     assert "| completion tokens | rollouts | p50 | p90 | p99 | max |" in md.stdout
     assert "completion tokens by outcome" in table.stdout

@@ -80,7 +80,13 @@ def test_the_report_counts_them(run: Path) -> None:
     md = render_markdown(report.summary, [], source=str(run), suspects=report.suspects)
     assert line.replace("list: ", "list: `").rstrip() + "`" in md.splitlines()
     data = json.loads(render_json(report.summary, [], source=str(run), suspects=report.suspects))
-    assert data["suspect_labels"] == {"count": 3, "min_share": 0.6, "min_n": 4, "reason": None}
+    assert data["suspect_labels"] == {
+        "count": 3,
+        "close_misses": 0,
+        "min_share": 0.6,
+        "min_n": 4,
+        "reason": None,
+    }
 
 
 def test_no_suspects_is_a_count_of_zero(tmp_path: Path) -> None:
@@ -180,3 +186,35 @@ def test_show_suspects_renderers(run: Path) -> None:
     text = buf.getvalue()
     assert "bad3" in text and "London" in text and "paris" in text and "75.0%" in text
     assert "3 suspect labels" in text
+
+
+def test_the_report_says_how_many_majority_answers_are_close_misses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A weak model repeating a near-right answer (rounding, a typo) is flagged as a
+    suspect label like a wrong reference is; the count of close misses comes first."""
+    import tests.report.suspect_run as suspect_run
+
+    near = {
+        "round": ("3.1416", [("3.14", 0)] * 7 + [("3.1416", 1)]),
+        "typo": ("Einstein", [("Einstien", 0)] * 6 + [("Bohr", 0)] * 2),
+    }
+    monkeypatch.setattr(suspect_run, "SAMPLES", {**SAMPLES, **near})
+    run = suspect_run.write_suspect_run(tmp_path / "run")
+    report = build_report(run)
+    assert report.suspects is not None and report.suspects.count == 5
+    assert report.suspects.close_misses == 2
+    line = (
+        "suspect labels: 5 samples (majority answer graded wrong); 2 of the majority "
+        "answers are close misses of the reference (likely the model's); "
+        f"list: curate report {run} --show suspects"
+    )
+    assert line in table_text(report).splitlines()
+    body = json.loads(render_json(report.summary, [], suspects=report.suspects))
+    assert body["suspect_labels"]["close_misses"] == 2
+
+
+def test_no_close_misses_leaves_the_line_as_it_was(run: Path) -> None:
+    report = build_report(run)
+    assert report.suspects is not None and report.suspects.close_misses == 0
+    assert "close miss" not in table_text(report)
