@@ -1,0 +1,1208 @@
+"""The code grader's sandbox, inside: a warm box server, the boxes it forks, the program
+runner and the judge. Standard library only, run as a script (``python -I boxserver.py
+FD``) by `curate.graders.sandbox`; it never imports curate (curate's files are not
+visible inside a box).
+
+Process tree for one test case (``split``: the tests run in a judge box, the program in
+its own box; ``stdio``: the program box alone, its stdout compared by curate)::
+
+    curate --socketpair--> box server (root; own network and mount namespaces, made once)
+        |-- box (host side: joins the box's cgroup, unshares PID/mount/IPC, waits)
+        |     `-- init (pid 1 of the box: mounts /tmp and /proc, chroots, reaps)
+        |           `-- program (pid 2, its own uid, rlimits, seccomp)
+        `-- box (same) ... `-- judge (runs the tests; a proxy calls the program)
+
+The program and the judge talk over one socketpair carrying JSON lines of plain data
+(`encode` / `decode`): the judge asks the program to call a function with arguments and
+gets back a value or an exception's name and message, never an object. The verdict is
+written by the judge on a pipe the program never holds; the expected values never enter
+the program's box (nor the server's memory: the tests reach the judge through a memfd the
+server passes on unread).
+
+Death: the server exits when curate's end of its socket closes (curate exited or was
+killed); each box dies with the server (PR_SET_PDEATHSIG), each init with its box, and
+when init (pid 1) dies the kernel kills every process of its PID namespace. The box's
+files live in a tmpfs of its own mount namespace, which disappears with its last process:
+nothing is written to the host's disk.
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import ctypes
+import decimal
+import fcntl
+import fractions
+import json
+import os
+import resource
+import select
+import signal
+import socket
+import struct
+import sys
+import time
+import traceback
+import types
+from collections.abc import Callable
+from typing import Any
+
+# -- plain data -------------------------------------------------------------------------------
+# One JSON value per Python value: null, true/false, numbers and strings as themselves, a
+# list as an array; everything else as an object with one key naming its type.
+
+MAX_ITEMS = 1_000_000  # items an iterator returned by the program is drawn to, at most
+MAX_DEPTH = 200
+
+
+class NotPlain(TypeError):
+    """A value that cannot cross the channel (an object, a function, a cycle...)."""
+
+
+def encode(value: object, depth: int = 0) -> object:
+    """`value` as JSON-able plain data, or `NotPlain` naming what could not cross."""
+    if depth > MAX_DEPTH:
+        raise NotPlain("a structure nested too deep")
+    kind = type(value)
+    if value is None or kind is bool or kind is str:
+        return value
+    if isinstance(value, int):
+        return int.__index__(value) if kind is int else {"i": int.__repr__(value)}
+    if isinstance(value, float):
+        return float.__float__(value)
+    if isinstance(value, str):
+        return str.__str__(value)
+    nested = depth + 1
+    if isinstance(value, list):
+        return [encode(v, nested) for v in list.__iter__(value)]
+    if isinstance(value, tuple):
+        return {"t": [encode(v, nested) for v in tuple.__iter__(value)]}
+    if isinstance(value, dict):
+        return {"d": [[encode(k, nested), encode(v, nested)] for k, v in dict.items(value)]}
+    if isinstance(value, frozenset):
+        return {"f": [encode(v, nested) for v in frozenset.__iter__(value)]}
+    if isinstance(value, set):
+        return {"s": [encode(v, nested) for v in set.__iter__(value)]}
+    if isinstance(value, bytes | bytearray):
+        return {"b": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, complex):
+        return {"c": [value.real, value.imag]}
+    if isinstance(value, fractions.Fraction):
+        return {"q": [value.numerator, value.denominator]}
+    if isinstance(value, decimal.Decimal):
+        return {"D": str(value)}
+    if isinstance(value, range):
+        return {"r": [value.start, value.stop, value.step]}
+    module = getattr(kind, "__module__", "")
+    if module == "numpy" and hasattr(value, "tolist"):
+        return encode(value.tolist(), nested)  # numpy scalars and arrays as their values
+    if hasattr(value, "__next__") and hasattr(value, "__iter__"):
+        drawn = []
+        for item in value:  # a generator, map, filter, zip...: its items, in order
+            drawn.append(encode(item, nested))
+            if len(drawn) > MAX_ITEMS:
+                raise NotPlain(f"an iterator of more than {MAX_ITEMS} items")
+        return {"it": drawn}
+    raise NotPlain(f"a {kind.__name__}")
+
+
+def decode(data: object) -> object:
+    """The Python value `data` (from `encode`) stands for; `ValueError` on anything else."""
+    if data is None or isinstance(data, bool | int | float | str):
+        return data
+    if isinstance(data, list):
+        return [decode(v) for v in data]
+    if isinstance(data, dict) and len(data) == 1:
+        ((tag, body),) = data.items()
+        if tag == "i" and isinstance(body, str):
+            return int(body)
+        if tag == "t" and isinstance(body, list):
+            return tuple(decode(v) for v in body)
+        if tag == "d" and isinstance(body, list):
+            return {decode(k): decode(v) for k, v in body}
+        if tag == "s" and isinstance(body, list):
+            return {decode(v) for v in body}
+        if tag == "f" and isinstance(body, list):
+            return frozenset(decode(v) for v in body)
+        if tag == "b" and isinstance(body, str):
+            return base64.b64decode(body)
+        if tag == "c" and isinstance(body, list):
+            return complex(float(body[0]), float(body[1]))
+        if tag == "q" and isinstance(body, list):
+            return fractions.Fraction(int(body[0]), int(body[1]))
+        if tag == "D" and isinstance(body, str):
+            return decimal.Decimal(body)
+        if tag == "r" and isinstance(body, list):
+            return range(int(body[0]), int(body[1]), int(body[2]))
+        if tag == "it" and isinstance(body, list):
+            return iter([decode(v) for v in body])
+    raise ValueError(f"not plain data: {str(data)[:60]}")
+
+
+# -- the channel ------------------------------------------------------------------------------
+
+MAX_MESSAGE = 256 * 1024 * 1024
+
+
+class Channel:
+    """JSON lines over a stream socket."""
+
+    def __init__(self, fd: int) -> None:
+        self.sock = socket.socket(fileno=fd)
+        self.buffer = b""
+
+    def send(self, message: dict[str, object]) -> None:
+        self.sock.sendall(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+
+    def receive(self) -> dict[str, Any] | None:
+        """The next message; None at the end of the stream."""
+        while b"\n" not in self.buffer:
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                return None
+            self.buffer += chunk
+            if len(self.buffer) > MAX_MESSAGE:
+                raise ValueError("a message over 256 MB")
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        message = json.loads(line)
+        if not isinstance(message, dict):
+            raise ValueError("a message that is not an object")
+        return message
+
+
+# -- the program's side ------------------------------------------------------------------------
+
+
+def main_namespace(name: str) -> dict[str, Any]:
+    """A fresh ``__main__`` module (registered, so unittest, pickle and dataclasses find
+    it) and ``sys.argv`` naming only the file."""
+    module = types.ModuleType("__main__")
+    module.__dict__["__builtins__"] = builtins
+    module.__dict__["__file__"] = name
+    sys.modules["__main__"] = module
+    sys.argv = [name]
+    return module.__dict__
+
+
+def _exception_text(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return text[:300]
+
+
+def _hooks() -> str:
+    """Tampering the runner can see in its own interpreter."""
+    found = []
+    if sys.gettrace() is not None:
+        found.append("a trace hook (sys.settrace)")
+    if sys.getprofile() is not None:
+        found.append("a profile hook (sys.setprofile)")
+    return ", ".join(found)
+
+
+def serve_program(source: str, channel_fd: int) -> None:
+    """Load the program, then call its functions for the judge until the channel ends."""
+    channel = Channel(channel_fd)
+    namespace = main_namespace("main.py")
+    try:
+        exec(compile(source, "main.py", "exec"), namespace)
+    except BaseException as exc:  # the program's own failure is the judge's to report
+        channel.send({"loaded": False, "error": _exception_text(exc)})
+        return
+    channel.send({"loaded": True, "tamper": _hooks()})
+    while True:
+        request = channel.receive()
+        if request is None:
+            return
+        channel.send(_answer(namespace, request))
+
+
+def _answer(namespace: dict[str, Any], request: dict[str, Any]) -> dict[str, object]:
+    if "describe" in request:
+        return {"names": {name: _describe(namespace, name) for name in request["describe"]}}
+    name = request.get("call")
+    try:
+        function = namespace[name]
+        if request.get("solution"):
+            solution = namespace.get("Solution")
+            if isinstance(solution, type) and hasattr(solution, name):
+                function = getattr(solution(), name)
+        args = decode(request.get("args", []))
+        kwargs = decode(request.get("kwargs", {"d": []}))
+        value = function(*args, **kwargs)  # type: ignore[misc,operator]
+    except BaseException as exc:
+        return {"raised": [type(exc).__name__, _exception_text(exc)], "tamper": _hooks()}
+    try:
+        return {"value": encode(value), "tamper": _hooks()}
+    except NotPlain as exc:
+        return {"unplain": str(exc), "tamper": _hooks()}
+    except BaseException as exc:
+        return {"raised": [type(exc).__name__, _exception_text(exc)], "tamper": _hooks()}
+
+
+def _describe(namespace: dict[str, Any], name: str) -> dict[str, object]:
+    if name not in namespace:
+        return {"kind": "missing"}
+    value = namespace[name]
+    if type(value).__name__ == "module":
+        return {"kind": "module", "module": str(getattr(value, "__name__", ""))}
+    if callable(value):
+        return {"kind": "callable"}
+    try:
+        return {"kind": "value", "value": encode(value)}
+    except BaseException:
+        return {"kind": "callable"}  # an object: reached only through calls, which fail
+
+
+def run_stdio(source: str) -> int:
+    """Run a program that reads stdin and writes stdout; its exit code."""
+    namespace = main_namespace("main.py")
+    code = 0
+    try:
+        exec(compile(source, "main.py", "exec"), namespace)
+    except SystemExit as exc:
+        if exc.code is None:
+            code = 0
+        elif type(exc.code) is int:
+            code = exc.code
+        else:
+            print(f"SystemExit: {str(exc.code)[:200]}", file=sys.stderr)
+            code = 1
+    except AssertionError:
+        traceback.print_exc()
+        code = EXIT_ASSERTION
+    except MemoryError:
+        traceback.print_exc(limit=3)
+        code = EXIT_MEMORY
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:
+        code = code or 1
+    return code
+
+
+EXIT_ASSERTION = 3
+EXIT_MEMORY = 4
+EXIT_HARNESS = 97
+
+
+# -- the judge's side --------------------------------------------------------------------------
+
+
+class ProgramGone(Exception):
+    """The program's process ended (or broke the channel) while the judge needed it."""
+
+
+class ProgramRaised(Exception):
+    """The program raised during a call; `text` is its type and message."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+class ProgramValue(Exception):
+    """The program answered with something that is not plain data."""
+
+
+class Tampered(Exception):
+    """The program set a hook in its interpreter that it has no business setting."""
+
+
+class TestsBroken(Exception):
+    """The tests themselves cannot run (not the program's fault): an error row."""
+
+
+_SAFE_EXCEPTIONS = {
+    name: value
+    for name, value in vars(builtins).items()
+    if isinstance(value, type)
+    and issubclass(value, Exception)
+    and not issubclass(value, AssertionError)
+}
+
+
+class Remote:
+    """The judge's end of the channel: calls into the program's box."""
+
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+
+    def ask(self, request: dict[str, object]) -> dict[str, Any]:
+        try:
+            self.channel.send(request)
+            reply = self.channel.receive()
+        except (OSError, ValueError) as exc:
+            raise ProgramGone(f"the channel broke: {exc}") from None
+        if reply is None:
+            raise ProgramGone("the program ended during a call")
+        if reply.get("tamper"):
+            raise Tampered(str(reply["tamper"]))
+        return reply
+
+    def call(self, name: str, args: tuple[object, ...], kwargs: dict[str, object], solution: bool
+             ) -> object:
+        try:
+            payload = {"args": encode(list(args)), "kwargs": encode(kwargs)}
+        except NotPlain as exc:
+            raise TestsBroken(f"the tests pass {exc} to {name}(), which only plain data can reach"
+                              ) from None
+        reply = self.ask({"call": name, "solution": solution, **payload})
+        if "value" in reply:
+            try:
+                return decode(reply["value"])
+            except (ValueError, TypeError, IndexError) as exc:
+                raise ProgramGone(f"the program sent {exc}") from None
+        if "unplain" in reply:
+            raise ProgramValue(f"{name}() returned {reply['unplain']}, not plain data")
+        if "raised" in reply:
+            kind, text = (list(reply["raised"]) + ["", ""])[:2]
+            error = _SAFE_EXCEPTIONS.get(str(kind))
+            if error is not None:
+                raised = error(str(text))
+                raised.__dict__["_from_program"] = str(text)
+                raise raised
+            raise ProgramRaised(str(text))
+        raise ProgramGone("the program sent an answer the judge cannot read")
+
+    def proxy(self, name: str, solution: bool = False) -> Callable[..., object]:
+        def candidate(*args: object, **kwargs: object) -> object:
+            return self.call(name, args, kwargs, solution)
+
+        candidate.__name__ = name
+        return candidate
+
+
+def _free_names(code: str) -> list[str]:
+    """Names the test code reads but never binds: the program's, presumably."""
+    import ast
+
+    tree = ast.parse(code)
+    loaded: list[str] = []
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                loaded.append(node.id)
+            else:
+                bound.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+    seen: dict[str, None] = {}
+    for name in loaded:
+        if name not in bound and not hasattr(builtins, name):
+            seen[name] = None
+    return list(seen)
+
+
+def _run_code(code: str, namespace: dict[str, Any], label: str) -> None:
+    exec(compile(code, label, "exec"), namespace)
+
+
+def judge(spec: dict[str, Any], remote: Remote) -> dict[str, str]:
+    """Run the tests of one case against the program behind `remote`; the verdict."""
+    try:
+        hello = remote.channel.receive()
+    except (OSError, ValueError) as exc:
+        return {"verdict": "crashed", "detail": f"the program broke the channel: {exc}"}
+    if hello is None:
+        return {"verdict": "gone", "detail": "the program ended before its tests ran"}
+    if not hello.get("loaded"):
+        return {"verdict": "crashed", "detail": str(hello.get("error", ""))[:300]}
+    if hello.get("tamper"):
+        return {"verdict": "tampered", "detail": f"tampering: {hello['tamper']}"}
+    try:
+        _judge(spec, remote)
+    except SystemExit as exc:  # the tests' own exit (unittest.main): 0 is a pass
+        code = exc.code
+        if code is None or code == 0:
+            return {"verdict": "passed", "detail": ""}
+        return {"verdict": "failed", "detail": f"the tests exited with {str(code)[:60]}"}
+    except AssertionError as exc:
+        text = _exception_text(exc)
+        program = exc.__dict__.get("_from_program")
+        return {"verdict": "failed", "detail": program or text}
+    except ProgramGone as exc:
+        return {"verdict": "gone", "detail": str(exc)}
+    except ProgramValue as exc:
+        return {"verdict": "failed", "detail": str(exc)}
+    except ProgramRaised as exc:
+        return {"verdict": "crashed", "detail": exc.text}
+    except Tampered as exc:
+        return {"verdict": "tampered", "detail": f"tampering: {exc}"}
+    except TestsBroken as exc:
+        return {"verdict": "harness", "detail": str(exc)}
+    except BaseException as exc:
+        program = exc.__dict__.get("_from_program") if hasattr(exc, "__dict__") else None
+        return {"verdict": "crashed", "detail": program or _exception_text(exc)}
+    return {"verdict": "passed", "detail": ""}
+
+
+def _judge(spec: dict[str, Any], remote: Remote) -> None:
+    layout = spec["layout"]
+    namespace = main_namespace("tests.py")
+    if layout == "call":
+        name = spec["fn_name"]
+        got = _plain_lists(remote.call(name, tuple(spec["args"]), {}, True))
+        want = spec["expected"]  # JSON from the data set, compared as such
+        if not (got == want or [got] == want):
+            raise AssertionError(f"expected {_short(want)}, got {_short(got)}")
+        return
+    if spec.get("before"):
+        try:
+            _run_code(spec["before"], namespace, "setup")
+        except Exception as exc:
+            raise TestsBroken(f"the test set-up fails: {_exception_text(exc)}") from None
+    if layout == "humaneval":
+        entry = spec["entry_point"]
+        prompt = spec.get("prompt") or ""
+        try:  # the prompt's helpers (HumanEval/32's poly, /38's encode_cyclic)
+            _run_code(prompt, namespace, "prompt")
+        except Exception:
+            pass
+        candidate = remote.proxy(entry)
+        namespace[entry] = candidate
+        try:
+            _run_code(spec["tests"], namespace, "tests")
+        except Exception as exc:
+            raise TestsBroken(f"the tests do not load: {_exception_text(exc)}") from None
+        check = namespace.get("check")
+        if not callable(check):
+            raise TestsBroken("the tests define no check(candidate)")
+        check(candidate)
+        return
+    names = _free_names(spec["tests"])
+    missing = [name for name in names if name not in namespace]
+    if missing:
+        described = remote.ask({"describe": missing}).get("names", {})
+        for name in missing:
+            what = described.get(name) or {}
+            kind = what.get("kind")
+            if kind == "callable":
+                namespace[name] = remote.proxy(name)
+            elif kind == "value":
+                namespace[name] = decode(what.get("value"))
+            elif kind == "module" and what.get("module"):
+                import importlib
+
+                try:
+                    namespace[name] = importlib.import_module(str(what["module"]))
+                except ImportError:
+                    pass
+    _run_code(spec["tests"], namespace, "tests")
+
+
+def _plain_lists(value: object) -> object:
+    if isinstance(value, list | tuple):
+        return [_plain_lists(v) for v in value]
+    return value
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# -- libc ----------------------------------------------------------------------------------------
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+CLONE_NEWCGROUP = 0x02000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+PR_SET_PDEATHSIG = 1
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+
+_libc: Any = None
+
+
+def libc() -> Any:
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    return _libc
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        number = ctypes.get_errno()
+        raise OSError(number, f"{what}: {os.strerror(number)}")
+
+
+def unshare(flags: int) -> None:
+    _check(libc().unshare(ctypes.c_int(flags)), "unshare")
+
+
+def mount(source: str, target: str, fstype: str | None, flags: int, data: str = "") -> None:
+    _check(
+        libc().mount(
+            source.encode(),
+            target.encode(),
+            fstype.encode() if fstype else None,
+            ctypes.c_ulong(flags),
+            data.encode() if data else None,
+        ),
+        f"mount {target}",
+    )
+
+
+def prctl(option: int, value: int, extra: int = 0) -> None:
+    _check(
+        libc().prctl(ctypes.c_int(option), ctypes.c_ulong(value), ctypes.c_ulong(extra),
+                     ctypes.c_ulong(0), ctypes.c_ulong(0)),
+        f"prctl {option}",
+    )
+
+
+# -- seccomp --------------------------------------------------------------------------------------
+# A deny list (x86-64 only): calls a graded program has no use for and that widen what it
+# can reach (namespaces, mounts, tracing, kernel keys, BPF...). They fail with EPERM.
+
+AUDIT_ARCH_X86_64 = 0xC000003E
+DENIED_SYSCALLS = {
+    "ptrace": 101, "syslog": 103, "acct": 163, "mount": 165, "umount2": 166, "swapon": 167,
+    "swapoff": 168, "reboot": 169, "sethostname": 170, "setdomainname": 171,
+    "init_module": 175, "delete_module": 176, "pivot_root": 155, "chroot": 161,
+    "kexec_load": 246, "add_key": 248, "request_key": 249, "keyctl": 250, "unshare": 272,
+    "perf_event_open": 298, "name_to_handle_at": 303, "open_by_handle_at": 304,
+    "setns": 308, "process_vm_readv": 310, "process_vm_writev": 311, "finit_module": 313,
+    "kexec_file_load": 320, "bpf": 321, "userfaultfd": 323, "io_uring_setup": 425,
+    "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
+    "fspick": 433, "pidfd_getfd": 438, "mount_setattr": 442,
+}
+_CLONE = 56
+_CLONE3 = 435
+_NAMESPACE_FLAGS = (
+    CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET
+    | CLONE_NEWCGROUP
+)
+
+
+def seccomp_supported() -> bool:
+    return os.uname().machine == "x86_64"
+
+
+def install_seccomp() -> None:
+    """Load the deny-list filter into this process (and all it starts)."""
+    ret_allow, ret_kill = 0x7FFF0000, 0x80000000
+    ret_eperm, ret_enosys = 0x00050000 | 1, 0x00050000 | 38
+    ld_abs, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    program: list[tuple[int, int, int, int]] = [
+        (ld_abs, 0, 0, 4),  # arch
+        (jeq, 1, 0, AUDIT_ARCH_X86_64),
+        (ret, 0, 0, ret_kill),
+        (ld_abs, 0, 0, 0),  # syscall number
+        (jge, 0, 1, 0x40000000),  # the x32 ABI
+        (ret, 0, 0, ret_eperm),
+        (jeq, 0, 1, _CLONE3),  # clone3's flags are out of reach: glibc falls back to clone
+        (ret, 0, 0, ret_enosys),
+        (jeq, 0, 3, _CLONE),
+        (ld_abs, 0, 0, 16),  # clone's flags (low half)
+        (jset, 0, 1, _NAMESPACE_FLAGS),
+        (ret, 0, 0, ret_eperm),
+        (ld_abs, 0, 0, 0),
+    ]
+    for number in sorted(DENIED_SYSCALLS.values()):
+        program += [(jeq, 0, 1, number), (ret, 0, 0, ret_eperm)]
+    program.append((ret, 0, 0, ret_allow))
+    raw = b"".join(struct.pack("HBBI", *instruction) for instruction in program)
+    buffer = ctypes.create_string_buffer(raw)
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    fprog = SockFprog(len(program), ctypes.addressof(buffer))
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    _check(
+        libc().prctl(ctypes.c_int(PR_SET_SECCOMP), ctypes.c_ulong(SECCOMP_MODE_FILTER),
+                     ctypes.byref(fprog), ctypes.c_ulong(0), ctypes.c_ulong(0)),
+        "seccomp",
+    )
+
+
+# -- cgroups ----------------------------------------------------------------------------------------
+
+
+class Cgroup:
+    """One box's group in cgroup v2 (memory + pids) or v1 (the memory and pids
+    hierarchies), under this server's own group; `available` False when neither works."""
+
+    def __init__(self, name: str) -> None:
+        self.dirs: list[str] = []
+        self.version = 0
+        self.name = name
+        try:
+            self._make()
+        except OSError:
+            self.remove()
+            self.dirs, self.version = [], 0
+
+    @staticmethod
+    def own_paths() -> dict[str, str]:
+        paths: dict[str, str] = {}
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                for controller in controllers.split(",") if controllers else [""]:
+                    paths[controller] = path
+        return paths
+
+    def _make(self) -> None:
+        own = self.own_paths()
+        unified = "/sys/fs/cgroup"
+        if os.path.exists(f"{unified}/cgroup.controllers"):
+            parent = unified + own.get("", "/")
+            enabled = open(f"{parent}/cgroup.subtree_control").read().split()
+            if "memory" in enabled and "pids" in enabled:
+                path = f"{parent}/{self.name}"
+                os.makedirs(path, exist_ok=True)
+                self.dirs, self.version = [path], 2
+                return
+        for controller in ("memory", "pids"):
+            root = f"/sys/fs/cgroup/{controller}"
+            if controller not in own or not os.path.exists(f"{root}/cgroup.procs"):
+                raise OSError(f"no cgroup v1 {controller} hierarchy")
+            path = f"{root}{own[controller].rstrip('/')}/{self.name}"
+            os.makedirs(path, exist_ok=True)
+            self.dirs.append(path)
+        self.version = 1
+
+    @property
+    def available(self) -> bool:
+        return self.version > 0
+
+    def _write(self, leaf: str, value: str) -> None:
+        for path in self.dirs:
+            if os.path.exists(f"{path}/{leaf}"):
+                with open(f"{path}/{leaf}", "w") as f:
+                    f.write(value)
+
+    def limit(self, memory_bytes: int, pids: int) -> None:
+        if self.version == 2:
+            self._write("memory.max", str(memory_bytes))
+            self._write("memory.swap.max", "0")
+            self._write("pids.max", str(pids))
+        elif self.version == 1:
+            self._write("memory.limit_in_bytes", str(memory_bytes))
+            self._write("pids.max", str(pids))
+
+    def join(self, pid: int) -> None:
+        self._write("cgroup.procs", str(pid))
+
+    def pids(self) -> list[int]:
+        found: set[int] = set()
+        for path in self.dirs:
+            try:
+                with open(f"{path}/cgroup.procs") as f:
+                    found.update(int(line) for line in f if line.strip())
+            except OSError:
+                pass
+        return sorted(found)
+
+    def counter(self, leaf: str, key: str) -> int:
+        for path in self.dirs:
+            try:
+                with open(f"{path}/{leaf}") as f:
+                    for line in f:
+                        word, _, number = line.partition(" ")
+                        if word == key:
+                            return int(number)
+            except (OSError, ValueError):
+                continue
+        return 0
+
+    def oom_kills(self) -> int:
+        leaf = "memory.events" if self.version == 2 else "memory.oom_control"
+        return self.counter(leaf, "oom_kill")
+
+    def fork_failures(self) -> int:
+        return self.counter("pids.events", "max")
+
+    def kill_all(self, wait_s: float = 5.0) -> None:
+        if self.version == 2 and self.dirs:
+            try:
+                self._write("cgroup.kill", "1")
+            except OSError:
+                pass
+        deadline = time.monotonic() + wait_s
+        while self.pids() and time.monotonic() < deadline:
+            for pid in self.pids():
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.005)
+
+    def remove(self) -> None:
+        for path in self.dirs:
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+
+
+def remove_stale_cgroups() -> None:
+    """Groups left by servers that were killed (their pid no longer runs)."""
+    own = Cgroup.own_paths()
+    parents = ["/sys/fs/cgroup" + own.get("", "/")]
+    for controller in ("memory", "pids"):
+        if controller in own:
+            parents.append(f"/sys/fs/cgroup/{controller}{own[controller].rstrip('/')}")
+    for parent in parents:
+        try:
+            names = os.listdir(parent)
+        except OSError:
+            continue
+        for name in names:
+            parts = name.split("-")
+            if len(parts) == 3 and parts[0] == "curatebox" and parts[1].isdigit():
+                if not os.path.exists(f"/proc/{parts[1]}"):
+                    try:
+                        os.rmdir(f"{parent}/{name}")
+                    except OSError:
+                        pass
+
+
+# -- the box -----------------------------------------------------------------------------------------
+
+ROOT = "/tmp"  # where, in the server's own mount namespace, the boxes' root is built
+BOX_FDS = 6  # fds 0..5 are the box's; everything else is closed
+
+
+def build_root(paths: list[str]) -> None:
+    """The boxes' root file system, in the server's mount namespace: a tmpfs holding
+    read-only bind mounts of `paths` (the system and the interpreter) and nothing else."""
+    mount("none", "/", None, MS_REC | MS_PRIVATE)
+    mount("curate-root", ROOT, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+    for path in paths:
+        target = ROOT + path
+        if os.path.islink(path):
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            os.symlink(os.readlink(path), target)
+            continue
+        if not os.path.isdir(path):
+            continue
+        os.makedirs(target, mode=0o755, exist_ok=True)
+        mount(path, target, None, MS_BIND | MS_REC)
+        mount("none", target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    for name in ("tmp", "proc", "dev", "var"):
+        os.makedirs(f"{ROOT}/{name}", mode=0o755, exist_ok=True)
+    for device in ("null", "zero", "full", "random", "urandom"):
+        target = f"{ROOT}/dev/{device}"
+        open(target, "w").close()
+        mount(f"/dev/{device}", target, None, MS_BIND)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+        os.symlink(target, f"{ROOT}/dev/{name}")
+    os.makedirs(f"{ROOT}/dev/shm", exist_ok=True)
+    os.makedirs(f"{ROOT}/var/tmp", exist_ok=True)
+    mount("none", ROOT, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _box_mounts(disk_mb: int) -> None:
+    """In a box's own mount namespace: one size-limited tmpfs for /tmp, /var/tmp and
+    /dev/shm (the disk quota), empty."""
+    mount("none", "/", None, MS_REC | MS_PRIVATE)
+    mount("curate-tmp", f"{ROOT}/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+          f"size={disk_mb}m,mode=0755,nr_inodes=10000")
+    for sub, target in (("var-tmp", "var/tmp"), ("shm", "dev/shm"), ("tmp", "tmp")):
+        os.makedirs(f"{ROOT}/tmp/.box/{sub}", 0o1777)
+        os.chmod(f"{ROOT}/tmp/.box/{sub}", 0o1777)
+        # /tmp last: it covers the tmpfs's top, so only the three empty directories show.
+        mount(f"{ROOT}/tmp/.box/{sub}", f"{ROOT}/{target}", None, MS_BIND)
+
+
+def _limits(cfg: dict[str, Any]) -> None:
+    mb = 1024 * 1024
+    for name, soft, hard in (
+        ("RLIMIT_CPU", cfg["cpu_s"], cfg["cpu_s"] + 1),
+        ("RLIMIT_AS", cfg["memory_mb"] * mb, cfg["memory_mb"] * mb),
+        ("RLIMIT_FSIZE", cfg["fsize_mb"] * mb, cfg["fsize_mb"] * mb),
+        ("RLIMIT_NPROC", cfg["nproc"], cfg["nproc"]),
+        ("RLIMIT_CORE", 0, 0),
+    ):
+        resource.setrlimit(getattr(resource, name), (soft, hard))
+
+
+def _keep_fds(fds: dict[int, int]) -> None:
+    """Make `fds` (target -> source) the process's fds 0..n; close every other one."""
+    moved = {target: fcntl.fcntl(source, fcntl.F_DUPFD, 64) for target, source in fds.items()}
+    for target, source in moved.items():
+        os.dup2(source, target, inheritable=True)
+    os.closerange(max(fds) + 1 if fds else 0, os.sysconf("SC_OPEN_MAX"))
+
+
+def box(role: str, cfg: dict[str, Any], fds: dict[int, int], uid: int | None,
+        status_fd: int, cgroup: Cgroup | None, server: int) -> None:
+    """Host side of a box (a child of the server); never returns."""
+    code = EXIT_HARNESS
+    try:
+        os.setsid()
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != server:
+            os._exit(EXIT_HARNESS)
+        _close_all_but({*fds.values(), status_fd})
+        if cgroup is not None and cgroup.available:
+            cgroup.join(os.getpid())
+        fence = cfg["fence"]
+        flags = CLONE_NEWIPC | CLONE_NEWUTS if fence["pid"] else 0
+        flags |= CLONE_NEWPID if fence["pid"] else 0
+        flags |= CLONE_NEWNS if fence["mount"] else 0
+        if flags:
+            unshare(flags)
+        if fence["mount"]:
+            _box_mounts(cfg["disk_mb"])
+        init = os.fork() if fence["pid"] else 0
+        if init:
+            os.write(status_fd, b"init %d\n" % init)
+            for fd in set(fds.values()):
+                os.close(fd)
+            os.close(status_fd)
+            os.waitpid(init, 0)
+            os._exit(0)
+        if fence["pid"]:
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if fence["mount"]:
+            if fence["pid"]:
+                mount("proc", f"{ROOT}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+            os.chroot(ROOT)
+            os.chdir("/tmp")
+        worker = os.fork()
+        if worker == 0:
+            _worker(role, cfg, fds, uid)
+        for fd in set(fds.values()):
+            os.close(fd)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        while True:  # reap orphans too, until the worker ends
+            done, status = os.waitpid(-1, 0)
+            if done == worker:
+                break
+        if os.WIFSIGNALED(status):
+            os.write(status_fd, b"signal %d\n" % os.WTERMSIG(status))
+        else:
+            os.write(status_fd, b"exit %d\n" % os.WEXITSTATUS(status))
+        code = 0
+    except BaseException:
+        try:
+            os.write(status_fd, b"harness " + traceback.format_exc(limit=2)[-300:].encode(
+                errors="replace").replace(b"\n", b" | ") + b"\n")
+        except OSError:
+            pass
+    os._exit(code)
+
+
+def _close_all_but(keep: set[int]) -> None:
+    low = 0
+    for fd in sorted(keep):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, os.sysconf("SC_OPEN_MAX"))
+
+
+def _worker(role: str, cfg: dict[str, Any], fds: dict[int, int], uid: int | None) -> None:
+    """The process that runs the program (or the judge); never returns."""
+    code = EXIT_HARNESS
+    try:
+        _keep_fds(fds)
+        fence = cfg["fence"]
+        os.chdir("/tmp" if fence["mount"] else cfg.get("workdir") or "/")
+        _limits(cfg)
+        if uid is not None:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # cleared by setuid; set again
+        os.environ.clear()
+        os.environ.update(cfg["env"])
+        if fence["seccomp"]:
+            install_seccomp()
+        else:
+            prctl(PR_SET_NO_NEW_PRIVS, 1)
+        source = _read_all(3)
+        os.close(3)
+        if role == "judge":
+            spec = json.loads(source)
+            verdict = judge(spec, Remote(Channel(4)))
+            os.write(5, json.dumps(verdict).encode()[:4000])
+            code = 0
+        elif cfg["kind"] == "stdio":
+            code = run_stdio(source.decode("utf-8", "replace"))
+        else:
+            serve_program(source.decode("utf-8", "replace"), 4)
+            code = 0
+    except BaseException:
+        try:
+            os.write(2, traceback.format_exc(limit=3).encode(errors="replace")[-2000:])
+        except OSError:
+            pass
+    os._exit(code & 0xFF)
+
+
+def _read_all(fd: int) -> bytes:
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+# -- the server ----------------------------------------------------------------------------------------
+
+
+class Server:
+    def __init__(self, control: socket.socket) -> None:
+        self.control = control
+        self.pid = os.getpid()
+        self.features: dict[str, Any] = {}
+        self.cgroups: dict[str, Cgroup] = {}
+        # A uid per role, unique to this server while it runs (pids are unique), so a
+        # program's RLIMIT_NPROC is its own and no neighbour's.
+        self.uids = {"program": 1_000_000 + 2 * self.pid, "judge": 1_000_001 + 2 * self.pid}
+
+    def set_up(self, roots: list[str]) -> dict[str, Any]:
+        """The expensive part, once: namespaces, the root file system, cgroups."""
+        reasons: dict[str, str] = {}
+        root = os.geteuid() == 0
+        features = {"root": root, "network": False, "mount": False, "pid": False,
+                    "cgroup": 0, "seccomp": False, "uid": root}
+        if not root:
+            reasons["all"] = "curate is not root"
+        else:
+            try:
+                unshare(CLONE_NEWNET)
+                features["network"] = True
+            except OSError as exc:
+                reasons["network"] = str(exc)
+            try:
+                unshare(CLONE_NEWNS)
+                build_root(roots)
+                features["mount"] = True
+            except OSError as exc:
+                reasons["mount"] = str(exc)
+            features["pid"] = True  # tried per box; the probe run says whether it works
+            try:
+                remove_stale_cgroups()
+                for role in ("program", "judge"):
+                    group = Cgroup(f"curatebox-{self.pid}-{role}")
+                    if group.available:
+                        self.cgroups[role] = group
+                if len(self.cgroups) == 2:
+                    features["cgroup"] = self.cgroups["program"].version
+                else:
+                    reasons["cgroup"] = "no writable cgroup v2 or v1 memory+pids hierarchy"
+            except OSError as exc:
+                reasons["cgroup"] = str(exc)
+            features["seccomp"] = seccomp_supported()
+            if not features["seccomp"]:
+                reasons["seccomp"] = f"no filter for {os.uname().machine}"
+        features["reasons"] = reasons
+        self.features = features
+        return features
+
+    def serve(self) -> None:
+        while True:
+            try:
+                message, fds, _, _ = socket.recv_fds(self.control, 1 << 16, 16)
+            except OSError:
+                break
+            if not message:
+                break
+            try:
+                request = json.loads(message)
+                if request["op"] == "setup":
+                    reply = self.set_up(request["roots"])
+                else:
+                    reply = self.run(request, fds)
+            except Exception as exc:  # the server keeps serving; curate sees the reason
+                reply = {"error": _exception_text(exc)}
+            finally:
+                for fd in fds:
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+            if reply.get("hangup"):
+                break
+            try:
+                self.control.sendall(json.dumps(reply).encode())
+            except OSError:
+                break
+        for group in self.cgroups.values():
+            group.kill_all()
+            group.remove()
+
+    def _spawn(self, role: str, cfg: dict[str, Any], fds: dict[int, int]
+               ) -> tuple[int, int, Cgroup | None]:
+        group = self.cgroups.get(role) if cfg["fence"]["cgroup"] else None
+        if group is not None:
+            group.limit(cfg["memory_mb"] * 1024 * 1024, cfg["nproc"])
+        uid = self.uids[role] if cfg["fence"]["uid"] else None
+        status_r, status_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(status_r)
+            box(role, cfg, fds, uid, status_w, group, self.pid)
+        os.close(status_w)
+        return pid, status_r, group
+
+    def run(self, request: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        cfg = request
+        split = cfg["kind"] == "split"
+        source, stdin, stdout, stderr = fds[:4]
+        started = time.monotonic()
+        boxes: dict[str, dict[str, Any]] = {}
+        verdict_r = -1
+        counters: dict[str, tuple[int, int]] = {}
+        for role, group in self.cgroups.items():
+            counters[role] = (group.oom_kills(), group.fork_failures())
+        if split:
+            spec, judge_err = fds[4:6]
+            ours, theirs = socket.socketpair()
+            verdict_r, verdict_w = os.pipe()
+            program_fds = {0: stdin, 1: stdout, 2: stderr, 3: source, 4: theirs.fileno()}
+            devnull = os.open(os.devnull, os.O_RDONLY)
+            judge_fds = {0: devnull, 1: judge_err, 2: judge_err, 3: spec, 4: ours.fileno(),
+                         5: verdict_w}
+            boxes["program"] = self._start("program", cfg, program_fds)
+            boxes["judge"] = self._start("judge", cfg, judge_fds)
+            ours.close()
+            theirs.close()
+            os.close(verdict_w)
+            os.close(devnull)
+        else:
+            boxes["program"] = self._start("program", cfg, {0: stdin, 1: stdout, 2: stderr,
+                                                             3: source})
+        deadline = started + cfg["wall_s"]
+        waiting = "judge" if split else "program"
+        timed_out = False
+        hangup = False
+        while not boxes[waiting]["done"]:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            watch = [b["pidfd"] for b in boxes.values() if not b["done"]] + [self.control]
+            ready, _, _ = select.select(watch, [], [], left)
+            if self.control in ready and not self.control.recv(1, socket.MSG_PEEK):
+                hangup = True
+                break
+            for b in boxes.values():
+                if not b["done"] and b["pidfd"] in ready:
+                    self._finish(b)
+        seconds = time.monotonic() - started
+        for b in boxes.values():
+            if not b["done"]:
+                self._kill(b)
+        reply: dict[str, Any] = {"timed_out": timed_out, "seconds": seconds, "hangup": hangup}
+        for role, b in boxes.items():
+            reply[role] = b["status"]
+            group = b["group"]
+            if group is not None:
+                group.kill_all()
+                oom, forks = counters.get(role, (0, 0))
+                reply[f"{role}_oom"] = group.oom_kills() > oom
+                reply[f"{role}_fork_limit"] = group.fork_failures() > forks
+        if split:
+            verdict = _drain(verdict_r)
+            os.close(verdict_r)
+            try:
+                reply["verdict"] = json.loads(verdict) if verdict else None
+            except ValueError:
+                reply["verdict"] = None
+        return reply
+
+    def _start(self, role: str, cfg: dict[str, Any], fds: dict[int, int]) -> dict[str, Any]:
+        pid, status_r, group = self._spawn(role, cfg, fds)
+        return {"pid": pid, "pidfd": os.pidfd_open(pid), "status_r": status_r, "done": False,
+                "status": "", "group": group, "init": 0}
+
+    def _finish(self, b: dict[str, Any]) -> None:
+        os.waitpid(b["pid"], 0)
+        os.close(b["pidfd"])
+        text = _drain(b["status_r"]).decode("utf-8", "replace")
+        os.close(b["status_r"])
+        lines = [line for line in text.splitlines() if not line.startswith("init ")]
+        b["status"] = lines[-1] if lines else ""
+        b["done"] = True
+
+    def _kill(self, b: dict[str, Any]) -> None:
+        """Kill the box's init (its whole PID namespace) and wait until all is gone."""
+        init = 0
+        try:
+            os.set_blocking(b["status_r"], False)
+            head = os.read(b["status_r"], 4096).decode("utf-8", "replace")
+            b["early"] = head
+            for line in head.splitlines():
+                if line.startswith("init "):
+                    init = int(line.split()[1])
+        except (OSError, ValueError):
+            head = ""
+        for pid in (init, b["pid"]):
+            if pid:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        if b["group"] is not None:
+            b["group"].kill_all()
+        self._finish(b)
+        if not b["status"]:
+            lines = [x for x in head.splitlines() if not x.startswith("init ")]
+            b["status"] = lines[-1] if lines else "killed"
+
+
+def _drain(fd: int) -> bytes:
+    os.set_blocking(fd, False)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+# Modules that solutions commonly import, loaded once in the server so each box starts
+# with them (a fork shares them).
+PRELOAD = (
+    "bisect", "collections", "copy", "dataclasses", "datetime", "functools", "hashlib",
+    "heapq", "itertools", "math", "operator", "random", "re", "statistics", "string",
+    "typing", "unittest", "ast", "importlib",
+)
+
+
+def main(argv: list[str]) -> None:
+    control = socket.socket(fileno=int(argv[1]))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # curate decides; it closes the socket
+    import importlib
+
+    for module in PRELOAD:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
+    libc()
+    Server(control).serve()
+
+
+if __name__ == "__main__":
+    main(sys.argv)
