@@ -222,11 +222,11 @@ def _answer(namespace: dict[str, Any], request: dict[str, Any]) -> dict[str, obj
         return {"names": {name: _describe(namespace, name) for name in request["describe"]}}
     name = request.get("call")
     try:
-        function = namespace[name]
-        if request.get("solution"):
-            solution = namespace.get("Solution")
-            if isinstance(solution, type) and hasattr(solution, name):
-                function = getattr(solution(), name)
+        solution = namespace.get("Solution") if request.get("solution") else None
+        if isinstance(solution, type) and hasattr(solution, name):
+            function = getattr(solution(), name)  # LeetCode style: a fresh Solution()
+        else:
+            function = namespace[name]
         args = decode(request.get("args", []))
         kwargs = decode(request.get("kwargs", {"d": []}))
         value = function(*args, **kwargs)  # type: ignore[misc,operator]

@@ -83,13 +83,16 @@ _IMPORT = re.compile(r"^(?:from\s+\S+\s+import\s+.+|import\s+.+)$")
 
 @dataclass(frozen=True, slots=True)
 class Case:
-    """One test case: code run after the program (script-like layouts), or a stdin
-    and the stdout expected (stdio)."""
+    """One test case: test code the judge runs against the program (HumanEval's check,
+    an assert line, a script), a call's arguments and expected value (call-based), or a
+    stdin and the stdout expected (stdio)."""
 
     label: str
-    after: str = ""
+    tests: str = ""
     stdin: str = ""
     expected: str | None = None
+    args: tuple[Any, ...] = ()
+    returns: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,12 +183,12 @@ def read_tests(tests: object, row: Mapping[str, Any] | None) -> Suite:
             raise GradingError(f"entry_point {name!r} is not a function name")
         return Suite(
             "humaneval",
-            (Case(f"check({name})", after=f"\n{tests}\n\ncheck({name})\n"),),
+            (Case(f"check({name})", tests=tests),),
             entry_point=name,
             prompt=_prompt_text(row),
         )
     if isinstance(tests, list) and tests and all(isinstance(t, str) for t in tests):
-        cases = tuple(Case(one_line(t, 60), after=f"\n{t}\n") for t in tests if t.strip())
+        cases = tuple(Case(one_line(t, 60), tests=t) for t in tests if t.strip())
         if not cases:
             raise GradingError("the test list holds only empty strings")
         return Suite("asserts", cases, before=before)
@@ -204,7 +207,7 @@ def read_tests(tests: object, row: Mapping[str, Any] | None) -> Suite:
             ),
         )
     if isinstance(tests, str) and tests.strip():
-        return Suite("script", (Case("tests", after=f"\n{tests}\n"),), before=before)
+        return Suite("script", (Case("tests", tests=tests),), before=before)
     shown = type(tests).__name__
     raise GradingError(
         f"no tests this grader can run ({shown}); expected test + entry_point, a list of "
@@ -219,22 +222,13 @@ def _call_suite(spec: Mapping[str, Any]) -> Suite:
     inputs, outputs = spec.get("inputs"), spec.get("outputs")
     if not isinstance(inputs, list) or not isinstance(outputs, list) or len(inputs) != len(outputs):
         raise GradingError("input_output: 'inputs' and 'outputs' must be lists of one length")
-    cases = []
-    for i, (args, expected) in enumerate(zip(inputs, outputs, strict=True)):
-        call = (
-            f"\n_fn = Solution().{name} if 'Solution' in globals() and hasattr(Solution, "
-            f"{name!r}) else {name}\n"
-            f"_args = {(args if isinstance(args, list) else [args])!r}\n"
-            f"_want = {expected!r}\n"
-            "_norm = lambda v: [_norm(x) for x in v] if isinstance(v, (list, tuple)) else v\n"
-            "_got = _norm(_fn(*_args))\n"
-            "assert _got == _want or [_got] == _want, "
-            "f'expected {_want!r}, got {_got!r}'\n"
-        )
-        cases.append(Case(f"case {i + 1}", after=call))
+    cases = [
+        Case(f"case {i + 1}", args=tuple(args if isinstance(args, list) else [args]), returns=want)
+        for i, (args, want) in enumerate(zip(inputs, outputs, strict=True))
+    ]
     if not cases:
         raise GradingError("input_output: no cases")
-    return Suite("call", tuple(cases))
+    return Suite("call", tuple(cases), entry_point=name)
 
 
 # -- the program ------------------------------------------------------------------------------
@@ -253,11 +247,13 @@ def _defines(program: str, name: str) -> bool:
 
 
 def _imports(prompt: str) -> str:
-    return "\n".join(line for line in prompt.splitlines() if _IMPORT.match(line.strip()))
+    """The prompt's import lines, dedented: HumanEval/115 imports inside the function."""
+    lines = (line.strip() for line in prompt.splitlines())
+    return "\n".join(line for line in lines if _IMPORT.match(line))
 
 
 def build_program(program: str, suite: Suite) -> str:
-    """What runs before each case's own code: setup, the prompt when needed, the program."""
+    """The program as its box runs it: setup, the prompt when needed, the program."""
     head = suite.before
     if suite.layout == "humaneval" and suite.prompt:
         assert suite.entry_point is not None
@@ -306,11 +302,27 @@ def _verdict(case: Case, result: RunResult) -> CaseVerdict:
         )
     if result.status == "ok" and result.completed:
         return CaseVerdict(case.label, "passed")
-    if result.status == "ok":
-        return CaseVerdict(case.label, "failed", "the program exited before its tests finished")
-    if result.status == "assertion":
+    if result.status in ("ok", "assertion"):
+        return CaseVerdict(case.label, "failed", result.detail or "AssertionError")
+    if result.status == "tampered":
         return CaseVerdict(case.label, "failed", result.detail)
     return CaseVerdict(case.label, "crashed", result.detail)
+
+
+def judge_spec(suite: Suite, case: Case) -> dict[str, Any]:
+    """What the judge box gets for `case` (`curate.graders.boxserver.judge`): the tests,
+    never the program; the program's box never gets this."""
+    if suite.layout == "call":
+        return {
+            "layout": "call",
+            "fn_name": suite.entry_point,
+            "args": list(case.args),
+            "expected": case.returns,
+        }
+    spec: dict[str, Any] = {"layout": suite.layout, "tests": case.tests, "before": suite.before}
+    if suite.layout == "humaneval":
+        spec.update(entry_point=suite.entry_point, prompt=suite.prompt or "")
+    return spec
 
 
 def summarise(verdicts: Sequence[CaseVerdict]) -> str:
@@ -347,12 +359,10 @@ def grade_program(
             verdicts += [CaseVerdict(c.label, "skipped") for c in suite.cases[index:]]
             break
         if case.expected is not None:
-            result = run_program(
-                program, stdin=case.stdin, limits=limits, mode="stdio", protection=protection
-            )
+            result = run_program(program, stdin=case.stdin, limits=limits, protection=protection)
         else:
             result = run_program(
-                program + case.after, limits=limits, mode="script", protection=protection
+                program, judge=judge_spec(suite, case), limits=limits, protection=protection
             )
         verdicts.append(_verdict(case, result))
     passed = sum(v.verdict == "passed" for v in verdicts)
