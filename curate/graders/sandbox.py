@@ -413,7 +413,11 @@ def classify(
         return result("limit", f"memory limit {limits.memory_mb} MB (MemoryError)")
     if exit_code == _EXIT_HARNESS:
         return result("harness", _last_line(stderr) or "the sandbox could not start")
-    return result("error", _limit_detail(_last_line(stderr), reply, limits) or f"exit code {exit_code}")
+    last = _last_line(stderr)
+    limited = _limit_detail(last, reply, limits)
+    if limited:
+        return result("limit", limited)
+    return result("error", last or f"exit code {exit_code}")
 
 
 def _judged(verdict: Any, word: str, number: int | None, reply: dict[str, Any],
@@ -445,15 +449,16 @@ def _judged(verdict: Any, word: str, number: int | None, reply: dict[str, Any],
 
 
 def _limit_detail(detail: str, reply: dict[str, Any], limits: Limits) -> str:
-    if reply.get("program_fork_limit") or "can't start new thread" in detail or (
-        "BlockingIOError" in detail or "Resource temporarily unavailable" in detail
+    """The limit a failure's last line (or the cgroup's counters) points to, or ""."""
+    if reply.get("program_fork_limit") or any(
+        sign in detail
+        for sign in ("BlockingIOError", "Resource temporarily unavailable", "can't start new thread")
     ):
-        if reply.get("program_fork_limit") or "fork" in detail or "thread" in detail:
-            return f"process limit {limits.nproc}: {detail}" if detail else f"process limit {limits.nproc}"
+        return f"process limit {limits.nproc}" + (f": {detail}" if detail else "")
     if "MemoryError" in detail:
         return f"memory limit {limits.memory_mb} MB (MemoryError)"
     if "File too large" in detail or "No space left on device" in detail:
-        return f"file size or /tmp limit ({limits.fsize_mb} MB files, {limits.disk_mb} MB /tmp): {detail}"
+        return f"file size or disk limit ({limits.fsize_mb} MB a file, {limits.disk_mb} MB /tmp): {detail}"
     return ""
 
 
