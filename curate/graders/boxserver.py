@@ -362,11 +362,14 @@ class Remote:
         if "raised" in reply:
             kind, text = (list(reply["raised"]) + ["", ""])[:2]
             error = _SAFE_EXCEPTIONS.get(str(kind))
-            if error is not None:
-                raised = error(str(text))
-                raised.__dict__["_from_program"] = str(text)
-                raise raised
-            raise ProgramRaised(str(text))
+            try:
+                raised = error(str(text)) if error is not None else None
+            except Exception:  # a builtin exception wanting other arguments
+                raised = None
+            if raised is None:
+                raise ProgramRaised(str(text))
+            raised.__dict__["_from_program"] = str(text)
+            raise raised
         raise ProgramGone("the program sent an answer the judge cannot read")
 
     def proxy(self, name: str, solution: bool = False) -> Callable[..., object]:

@@ -389,10 +389,10 @@ def classify(
     split = "judge" in reply
     if split and isinstance(verdict, dict) and verdict.get("verdict") == "passed":
         return result("ok", "", True)
-    if reply.get("timed_out"):
-        return result("timeout", f"wall-clock deadline {limits.wall_s:g}s")
     if reply.get("program_oom"):
         return result("limit", f"memory limit {limits.memory_mb} MB (the program and its children)")
+    if reply.get("timed_out"):
+        return result("timeout", f"wall-clock deadline {limits.wall_s:g}s")
     if word == "signal" and number is not None:
         name = _signal_name(number)
         if number == signal.SIGXCPU:
