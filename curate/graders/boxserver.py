@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import base64
 import builtins
+import contextlib
 import ctypes
 import decimal
 import fcntl
@@ -48,7 +49,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-# -- plain data -------------------------------------------------------------------------------
+# -- plain data -----------------------------------------------------------------------------
 # One JSON value per Python value: null, true/false, numbers and strings as themselves, a
 # list as an array; everything else as an object with one key naming its type.
 
@@ -140,7 +141,7 @@ def decode(data: object) -> object:
     raise ValueError(f"not plain data: {str(data)[:60]}")
 
 
-# -- the channel ------------------------------------------------------------------------------
+# -- the channel ----------------------------------------------------------------------------
 
 MAX_MESSAGE = 256 * 1024 * 1024
 
@@ -171,7 +172,7 @@ class Channel:
         return message
 
 
-# -- the program's side ------------------------------------------------------------------------
+# -- the program's side ---------------------------------------------------------------------
 
 
 def main_namespace(name: str) -> dict[str, Any]:
@@ -290,7 +291,7 @@ EXIT_MEMORY = 4
 EXIT_HARNESS = 97
 
 
-# -- the judge's side --------------------------------------------------------------------------
+# -- the judge's side -----------------------------------------------------------------------
 
 
 class ProgramGone(Exception):
@@ -344,13 +345,15 @@ class Remote:
             raise Tampered(str(reply["tamper"]))
         return reply
 
-    def call(self, name: str, args: tuple[object, ...], kwargs: dict[str, object], solution: bool
-             ) -> object:
+    def call(
+        self, name: str, args: tuple[object, ...], kwargs: dict[str, object], solution: bool
+    ) -> object:
         try:
             payload = {"args": encode(list(args)), "kwargs": encode(kwargs)}
         except NotPlain as exc:
-            raise TestsBroken(f"the tests pass {exc} to {name}(), which only plain data can reach"
-                              ) from None
+            raise TestsBroken(
+                f"the tests pass {exc} to {name}(), which only plain data can reach"
+            ) from None
         reply = self.ask({"call": name, "solution": solution, **payload})
         if "value" in reply:
             try:
@@ -360,7 +363,7 @@ class Remote:
         if "unplain" in reply:
             raise ProgramValue(f"{name}() returned {reply['unplain']}, not plain data")
         if "raised" in reply:
-            kind, text = (list(reply["raised"]) + ["", ""])[:2]
+            kind, text = ([*list(reply["raised"]), "", ""])[:2]
             error = _SAFE_EXCEPTIONS.get(str(kind))
             try:
                 raised = error(str(text)) if error is not None else None
@@ -467,10 +470,9 @@ def _judge(spec: dict[str, Any], remote: Remote) -> None:
     if layout == "humaneval":
         entry = spec["entry_point"]
         prompt = spec.get("prompt") or ""
-        try:  # the prompt's helpers (HumanEval/32's poly, /38's encode_cyclic)
+        # The prompt's helpers (HumanEval/32's poly, /38's encode_cyclic).
+        with contextlib.suppress(Exception):
             _run_code(prompt, namespace, "prompt")
-        except Exception:
-            pass
         candidate = remote.proxy(entry)
         namespace[entry] = candidate
         try:
@@ -496,10 +498,8 @@ def _judge(spec: dict[str, Any], remote: Remote) -> None:
             elif kind == "module" and what.get("module"):
                 import importlib
 
-                try:
+                with contextlib.suppress(ImportError):
                     namespace[name] = importlib.import_module(str(what["module"]))
-                except ImportError:
-                    pass
     _run_code(spec["tests"], namespace, "tests")
 
 
@@ -514,7 +514,7 @@ def _short(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-# -- libc ----------------------------------------------------------------------------------------
+# -- libc -----------------------------------------------------------------------------------
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
@@ -565,32 +565,71 @@ def mount(source: str, target: str, fstype: str | None, flags: int, data: str = 
 
 def prctl(option: int, value: int, extra: int = 0) -> None:
     _check(
-        libc().prctl(ctypes.c_int(option), ctypes.c_ulong(value), ctypes.c_ulong(extra),
-                     ctypes.c_ulong(0), ctypes.c_ulong(0)),
+        libc().prctl(
+            ctypes.c_int(option),
+            ctypes.c_ulong(value),
+            ctypes.c_ulong(extra),
+            ctypes.c_ulong(0),
+            ctypes.c_ulong(0),
+        ),
         f"prctl {option}",
     )
 
 
-# -- seccomp --------------------------------------------------------------------------------------
+# -- seccomp --------------------------------------------------------------------------------
 # A deny list (x86-64 only): calls a graded program has no use for and that widen what it
 # can reach (namespaces, mounts, tracing, kernel keys, BPF...). They fail with EPERM.
 
 AUDIT_ARCH_X86_64 = 0xC000003E
 DENIED_SYSCALLS = {
-    "ptrace": 101, "syslog": 103, "acct": 163, "mount": 165, "umount2": 166, "swapon": 167,
-    "swapoff": 168, "reboot": 169, "sethostname": 170, "setdomainname": 171,
-    "init_module": 175, "delete_module": 176, "pivot_root": 155, "chroot": 161,
-    "kexec_load": 246, "add_key": 248, "request_key": 249, "keyctl": 250, "unshare": 272,
-    "perf_event_open": 298, "name_to_handle_at": 303, "open_by_handle_at": 304,
-    "setns": 308, "process_vm_readv": 310, "process_vm_writev": 311, "finit_module": 313,
-    "kexec_file_load": 320, "bpf": 321, "userfaultfd": 323, "io_uring_setup": 425,
-    "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
-    "fspick": 433, "pidfd_getfd": 438, "mount_setattr": 442,
+    "ptrace": 101,
+    "syslog": 103,
+    "acct": 163,
+    "mount": 165,
+    "umount2": 166,
+    "swapon": 167,
+    "swapoff": 168,
+    "reboot": 169,
+    "sethostname": 170,
+    "setdomainname": 171,
+    "init_module": 175,
+    "delete_module": 176,
+    "pivot_root": 155,
+    "chroot": 161,
+    "kexec_load": 246,
+    "add_key": 248,
+    "request_key": 249,
+    "keyctl": 250,
+    "unshare": 272,
+    "perf_event_open": 298,
+    "name_to_handle_at": 303,
+    "open_by_handle_at": 304,
+    "setns": 308,
+    "process_vm_readv": 310,
+    "process_vm_writev": 311,
+    "finit_module": 313,
+    "kexec_file_load": 320,
+    "bpf": 321,
+    "userfaultfd": 323,
+    "io_uring_setup": 425,
+    "open_tree": 428,
+    "move_mount": 429,
+    "fsopen": 430,
+    "fsconfig": 431,
+    "fsmount": 432,
+    "fspick": 433,
+    "pidfd_getfd": 438,
+    "mount_setattr": 442,
 }
 _CLONE = 56
 _CLONE3 = 435
 _NAMESPACE_FLAGS = (
-    CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET
+    CLONE_NEWNS
+    | CLONE_NEWUTS
+    | CLONE_NEWIPC
+    | CLONE_NEWUSER
+    | CLONE_NEWPID
+    | CLONE_NEWNET
     | CLONE_NEWCGROUP
 )
 
@@ -631,13 +670,18 @@ def install_seccomp() -> None:
     fprog = SockFprog(len(program), ctypes.addressof(buffer))
     prctl(PR_SET_NO_NEW_PRIVS, 1)
     _check(
-        libc().prctl(ctypes.c_int(PR_SET_SECCOMP), ctypes.c_ulong(SECCOMP_MODE_FILTER),
-                     ctypes.byref(fprog), ctypes.c_ulong(0), ctypes.c_ulong(0)),
+        libc().prctl(
+            ctypes.c_int(PR_SET_SECCOMP),
+            ctypes.c_ulong(SECCOMP_MODE_FILTER),
+            ctypes.byref(fprog),
+            ctypes.c_ulong(0),
+            ctypes.c_ulong(0),
+        ),
         "seccomp",
     )
 
 
-# -- cgroups ----------------------------------------------------------------------------------------
+# -- cgroups --------------------------------------------------------------------------------
 
 
 class Cgroup:
@@ -669,7 +713,8 @@ class Cgroup:
         unified = "/sys/fs/cgroup"
         if os.path.exists(f"{unified}/cgroup.controllers"):
             parent = unified + own.get("", "/")
-            enabled = open(f"{parent}/cgroup.subtree_control").read().split()
+            with open(f"{parent}/cgroup.subtree_control") as f:
+                enabled = f.read().split()
             if "memory" in enabled and "pids" in enabled:
                 path = f"{parent}/{self.name}"
                 os.makedirs(path, exist_ok=True)
@@ -737,25 +782,19 @@ class Cgroup:
 
     def kill_all(self, wait_s: float = 5.0) -> None:
         if self.version == 2 and self.dirs:
-            try:
+            with contextlib.suppress(OSError):
                 self._write("cgroup.kill", "1")
-            except OSError:
-                pass
         deadline = time.monotonic() + wait_s
         while self.pids() and time.monotonic() < deadline:
             for pid in self.pids():
-                try:
+                with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
             time.sleep(0.005)
 
     def remove(self) -> None:
         for path in self.dirs:
-            try:
+            with contextlib.suppress(OSError):
                 os.rmdir(path)
-            except OSError:
-                pass
 
 
 def remove_stale_cgroups() -> None:
@@ -772,15 +811,13 @@ def remove_stale_cgroups() -> None:
             continue
         for name in names:
             parts = name.split("-")
-            if len(parts) == 3 and parts[0] == "curatebox" and parts[1].isdigit():
-                if not os.path.exists(f"/proc/{parts[1]}"):
-                    try:
-                        os.rmdir(f"{parent}/{name}")
-                    except OSError:
-                        pass
+            stale = len(parts) == 3 and parts[0] == "curatebox" and parts[1].isdigit()
+            if stale and not os.path.exists(f"/proc/{parts[1]}"):
+                with contextlib.suppress(OSError):
+                    os.rmdir(f"{parent}/{name}")
 
 
-# -- the box -----------------------------------------------------------------------------------------
+# -- the box --------------------------------------------------------------------------------
 
 ROOT = "/tmp"  # where, in the server's own mount namespace, the boxes' root is built
 BOX_FDS = 6  # fds 0..5 are the box's; everything else is closed
@@ -808,8 +845,12 @@ def build_root(paths: list[str]) -> None:
         target = f"{ROOT}/dev/{device}"
         open(target, "w").close()
         mount(f"/dev/{device}", target, None, MS_BIND)
-    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
-                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+    for name, target in (
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ):
         os.symlink(target, f"{ROOT}/dev/{name}")
     os.makedirs(f"{ROOT}/dev/shm", exist_ok=True)
     os.makedirs(f"{ROOT}/var/tmp", exist_ok=True)
@@ -820,8 +861,13 @@ def _box_mounts(disk_mb: int) -> None:
     """In a box's own mount namespace: one size-limited tmpfs for /tmp, /var/tmp and
     /dev/shm (the disk quota), empty."""
     mount("none", "/", None, MS_REC | MS_PRIVATE)
-    mount("curate-tmp", f"{ROOT}/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
-          f"size={disk_mb}m,mode=0755,nr_inodes=10000")
+    mount(
+        "curate-tmp",
+        f"{ROOT}/tmp",
+        "tmpfs",
+        MS_NOSUID | MS_NODEV,
+        f"size={disk_mb}m,mode=0755,nr_inodes=10000",
+    )
     for sub, target in (("var-tmp", "var/tmp"), ("shm", "dev/shm"), ("tmp", "tmp")):
         os.makedirs(f"{ROOT}/tmp/.box/{sub}", 0o1777)
         os.chmod(f"{ROOT}/tmp/.box/{sub}", 0o1777)
@@ -849,8 +895,15 @@ def _keep_fds(fds: dict[int, int]) -> None:
     os.closerange(max(fds) + 1 if fds else 0, os.sysconf("SC_OPEN_MAX"))
 
 
-def box(role: str, cfg: dict[str, Any], fds: dict[int, int], uid: int | None,
-        status_fd: int, cgroup: Cgroup | None, server: int) -> None:
+def box(
+    role: str,
+    cfg: dict[str, Any],
+    fds: dict[int, int],
+    uid: int | None,
+    status_fd: int,
+    cgroup: Cgroup | None,
+    server: int,
+) -> None:
     """Host side of a box (a child of the server); never returns."""
     code = EXIT_HARNESS
     try:
@@ -862,12 +915,16 @@ def box(role: str, cfg: dict[str, Any], fds: dict[int, int], uid: int | None,
         if cgroup is not None and cgroup.available:
             cgroup.join(os.getpid())
         fence = cfg["fence"]
+        # The judge runs the data set's tests, not the program: it gets the read-only
+        # root but no scratch space or /proc of its own (a mount namespace per case is
+        # the costliest step of a box).
+        own_mounts = fence["mount"] and role == "program"
         flags = CLONE_NEWIPC | CLONE_NEWUTS if fence["pid"] else 0
         flags |= CLONE_NEWPID if fence["pid"] else 0
-        flags |= CLONE_NEWNS if fence["mount"] else 0
+        flags |= CLONE_NEWNS if own_mounts else 0
         if flags:
             unshare(flags)
-        if fence["mount"]:
+        if own_mounts:
             _box_mounts(cfg["disk_mb"])
         init = os.fork() if fence["pid"] else 0
         if init:
@@ -880,7 +937,7 @@ def box(role: str, cfg: dict[str, Any], fds: dict[int, int], uid: int | None,
         if fence["pid"]:
             prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         if fence["mount"]:
-            if fence["pid"]:
+            if fence["pid"] and own_mounts:
                 mount("proc", f"{ROOT}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
             os.chroot(ROOT)
             os.chdir("/tmp")
@@ -900,11 +957,15 @@ def box(role: str, cfg: dict[str, Any], fds: dict[int, int], uid: int | None,
             os.write(status_fd, b"exit %d\n" % os.WEXITSTATUS(status))
         code = 0
     except BaseException:
-        try:
-            os.write(status_fd, b"harness " + traceback.format_exc(limit=2)[-300:].encode(
-                errors="replace").replace(b"\n", b" | ") + b"\n")
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):
+            os.write(
+                status_fd,
+                b"harness "
+                + traceback.format_exc(limit=2)[-300:]
+                .encode(errors="replace")
+                .replace(b"\n", b" | ")
+                + b"\n",
+            )
     os._exit(code)
 
 
@@ -948,10 +1009,8 @@ def _worker(role: str, cfg: dict[str, Any], fds: dict[int, int], uid: int | None
             serve_program(source.decode("utf-8", "replace"), 4)
             code = 0
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.write(2, traceback.format_exc(limit=3).encode(errors="replace")[-2000:])
-        except OSError:
-            pass
     os._exit(code & 0xFF)
 
 
@@ -965,7 +1024,7 @@ def _read_all(fd: int) -> bytes:
         chunks.append(chunk)
 
 
-# -- the server ----------------------------------------------------------------------------------------
+# -- the server -----------------------------------------------------------------------------
 
 
 class Server:
@@ -982,8 +1041,15 @@ class Server:
         """The expensive part, once: namespaces, the root file system, cgroups."""
         reasons: dict[str, str] = {}
         root = os.geteuid() == 0
-        features = {"root": root, "network": False, "mount": False, "pid": False,
-                    "cgroup": 0, "seccomp": False, "uid": root}
+        features = {
+            "root": root,
+            "network": False,
+            "mount": False,
+            "pid": False,
+            "cgroup": 0,
+            "seccomp": False,
+            "uid": root,
+        }
         if not root:
             reasons["all"] = "curate is not root"
         else:
@@ -1036,10 +1102,8 @@ class Server:
                 reply = {"error": _exception_text(exc)}
             finally:
                 for fd in fds:
-                    try:
+                    with contextlib.suppress(OSError):
                         os.close(fd)
-                    except OSError:
-                        pass
             if reply.get("hangup"):
                 break
             try:
@@ -1050,8 +1114,9 @@ class Server:
             group.kill_all()
             group.remove()
 
-    def _spawn(self, role: str, cfg: dict[str, Any], fds: dict[int, int]
-               ) -> tuple[int, int, Cgroup | None]:
+    def _spawn(
+        self, role: str, cfg: dict[str, Any], fds: dict[int, int]
+    ) -> tuple[int, int, Cgroup | None]:
         group = self.cgroups.get(role) if cfg["fence"]["cgroup"] else None
         if group is not None:
             group.limit(cfg["memory_mb"] * 1024 * 1024, cfg["nproc"])
@@ -1080,8 +1145,14 @@ class Server:
             verdict_r, verdict_w = os.pipe()
             program_fds = {0: stdin, 1: stdout, 2: stderr, 3: source, 4: theirs.fileno()}
             devnull = os.open(os.devnull, os.O_RDONLY)
-            judge_fds = {0: devnull, 1: judge_err, 2: judge_err, 3: spec, 4: ours.fileno(),
-                         5: verdict_w}
+            judge_fds = {
+                0: devnull,
+                1: judge_err,
+                2: judge_err,
+                3: spec,
+                4: ours.fileno(),
+                5: verdict_w,
+            }
             boxes["program"] = self._start("program", cfg, program_fds)
             boxes["judge"] = self._start("judge", cfg, judge_fds)
             ours.close()
@@ -1089,8 +1160,9 @@ class Server:
             os.close(verdict_w)
             os.close(devnull)
         else:
-            boxes["program"] = self._start("program", cfg, {0: stdin, 1: stdout, 2: stderr,
-                                                             3: source})
+            boxes["program"] = self._start(
+                "program", cfg, {0: stdin, 1: stdout, 2: stderr, 3: source}
+            )
         deadline = started + cfg["wall_s"]
         waiting = "judge" if split else "program"
         timed_out = False
@@ -1132,8 +1204,15 @@ class Server:
 
     def _start(self, role: str, cfg: dict[str, Any], fds: dict[int, int]) -> dict[str, Any]:
         pid, status_r, group = self._spawn(role, cfg, fds)
-        return {"pid": pid, "pidfd": os.pidfd_open(pid), "status_r": status_r, "done": False,
-                "status": "", "group": group, "init": 0}
+        return {
+            "pid": pid,
+            "pidfd": os.pidfd_open(pid),
+            "status_r": status_r,
+            "done": False,
+            "status": "",
+            "group": group,
+            "init": 0,
+        }
 
     def _finish(self, b: dict[str, Any]) -> None:
         os.waitpid(b["pid"], 0)
@@ -1158,10 +1237,8 @@ class Server:
             head = ""
         for pid in (init, b["pid"]):
             if pid:
-                try:
+                with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
         if b["group"] is not None:
             b["group"].kill_all()
         self._finish(b)
@@ -1187,9 +1264,25 @@ def _drain(fd: int) -> bytes:
 # Modules that solutions commonly import, loaded once in the server so each box starts
 # with them (a fork shares them).
 PRELOAD = (
-    "bisect", "collections", "copy", "dataclasses", "datetime", "functools", "hashlib",
-    "heapq", "itertools", "math", "operator", "random", "re", "statistics", "string",
-    "typing", "unittest", "ast", "importlib",
+    "bisect",
+    "collections",
+    "copy",
+    "dataclasses",
+    "datetime",
+    "functools",
+    "hashlib",
+    "heapq",
+    "itertools",
+    "math",
+    "operator",
+    "random",
+    "re",
+    "statistics",
+    "string",
+    "typing",
+    "unittest",
+    "ast",
+    "importlib",
 )
 
 
@@ -1199,10 +1292,8 @@ def main(argv: list[str]) -> None:
     import importlib
 
     for module in PRELOAD:
-        try:
+        with contextlib.suppress(ImportError):
             importlib.import_module(module)
-        except ImportError:
-            pass
     libc()
     Server(control).serve()
 

@@ -23,6 +23,12 @@ among `TEST_FIELDS` when no ``--answer-field`` is given):
   (or ``Solution().<fn_name>``) is called with each input's arguments and its value
   compared with the output (also as ``[value]``, APPS's wrapping).
 
+Every layout but stdio is judged outside the program: the tests run in a judge box and
+call the program's functions in its own box over a channel of plain data
+(`curate.graders.boxserver`), so nothing the program does in its interpreter (exits,
+frames, trace hooks, objects with a rigged ``__eq__``) reaches the verdict. A value that
+is not plain data (an object, a function) cannot cross: the call fails.
+
 The program is the last fenced code block of the completion (after a ``<think>`` block
 is removed), else the whole completion. Score: 1 when every case passes (cases after the
 first failure are skipped), or with ``score=fraction`` (``--code-score fraction``) the
@@ -37,6 +43,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -483,9 +490,17 @@ class CodeGrader:
         if unread:
             lines[0] += f"; {unread} unreadable"
         scoring = "share of cases passed" if self.score_mode == "fraction" else "1 if all pass"
-        lines.append(
-            f"code score: {scoring}; each case in its own process, {self.workers} at a time"
-        )
+        lines.append(f"code score: {scoring}; each case in its own boxes, {self.workers} at a time")
+        judged = sorted(layout for layout in layouts if layout != "stdio")
+        if judged:
+            lines.append(
+                "code verdict: tests run in a judge box, the program in its own; they share "
+                "plain data only (arguments and return values), so "
+                f"{', '.join(LAYOUT_NAMES[layout] for layout in judged)} never run the "
+                "program and its tests in one interpreter"
+            )
+        if "stdio" in layouts:
+            lines.append("code verdict: stdin/stdout programs' output is compared by curate")
         lines.append(f"code sandbox: {self.protection.summary}")
         lines.append(f"code limits per case: {self.limits.summary()}")
         return lines
@@ -497,7 +512,7 @@ class CodeGrader:
         return f"CodeGrader({self.name!r}, score_mode={self.score_mode!r}, workers={self.workers})"
 
 
-_PARAMS = ("score", "memory_mb", "nproc", "fsize_mb")
+_PARAMS = ("score", "memory_mb", "nproc", "fsize_mb", "disk_mb", "python")
 
 
 def parse_code_spec(spec: str, argument: str | None) -> dict[str, str]:
@@ -516,7 +531,10 @@ def parse_code_spec(spec: str, argument: str | None) -> dict[str, str]:
         params[key] = value
     if params.get("score", "all") not in SCORE_MODES:
         raise UsageError(f"grader {spec!r}: score must be one of {', '.join(SCORE_MODES)}")
-    for key in ("memory_mb", "nproc", "fsize_mb"):
+    python = params.get("python")
+    if python is not None and not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        raise UsageError(f"grader {spec!r}: python={python} is not an executable file")
+    for key in ("memory_mb", "nproc", "fsize_mb", "disk_mb"):
         if key in params and not (params[key].isdigit() and int(params[key]) > 0):
             raise UsageError(f"grader {spec!r}: {key} must be a positive whole number")
     return params
@@ -532,6 +550,7 @@ def code_grader(spec: str, argument: str | None, options: GraderOptions) -> Code
         memory_mb=int(params.get("memory_mb", 1024)),
         nproc=int(params.get("nproc", 64)),
         fsize_mb=int(params.get("fsize_mb", 16)),
+        disk_mb=int(params.get("disk_mb", 64)),
     )
     if not math.isfinite(limits.wall_s):
         raise UsageError(f"grader {spec!r}: the timeout must be finite")
@@ -540,6 +559,7 @@ def code_grader(spec: str, argument: str | None, options: GraderOptions) -> Code
         limits=limits,
         score_mode=params.get("score", "all"),
         workers=options.workers or DEFAULT_WORKERS,
+        protection=protection_available(params.get("python", "")),
     )
 
 

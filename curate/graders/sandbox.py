@@ -46,9 +46,7 @@ from typing import Any, Literal
 BOXSERVER = Path(__file__).with_name("boxserver.py")
 
 # Status of one run, as the code grader reports it per test case.
-Status = Literal[
-    "ok", "error", "assertion", "timeout", "limit", "crashed", "tampered", "harness"
-]
+Status = Literal["ok", "error", "assertion", "timeout", "limit", "crashed", "tampered", "harness"]
 
 # Exit codes of a stdin/stdout program's runner (see boxserver.run_stdio).
 _EXIT_ASSERTION = 3
@@ -107,7 +105,9 @@ class Protection:
             if self.mount
             else "NO MOUNT NAMESPACE (the program sees the host's files)",
             "a uid of its own" if self.uid else "as curate's own user",
-            f"cgroup v{self.cgroup} memory+pids" if self.cgroup else "no cgroup (per-process limits)",
+            f"cgroup v{self.cgroup} memory+pids"
+            if self.cgroup
+            else "no cgroup (per-process limits)",
             "seccomp filter" if self.seccomp else "no seccomp",
             f"python {self.python or sys.executable}",
         ]
@@ -276,7 +276,9 @@ def visible_dirs(python: str) -> list[str]:
     for path in [*SYSTEM_DIRS, *(os.path.abspath(p) for p in prefixes)]:
         if not os.path.lexists(path) or path in dirs:
             continue
-        if any(path.startswith(other.rstrip("/") + "/") for other in dirs if not os.path.islink(other)):
+        if any(
+            path.startswith(other.rstrip("/") + "/") for other in dirs if not os.path.islink(other)
+        ):
             continue
         dirs = [d for d in dirs if not d.startswith(path.rstrip("/") + "/")]
         dirs.append(path)
@@ -420,8 +422,15 @@ def classify(
     return result("error", last or f"exit code {exit_code}")
 
 
-def _judged(verdict: Any, word: str, number: int | None, reply: dict[str, Any],
-            judge_err: bytes, result: Any, limits: Limits) -> RunResult:
+def _judged(
+    verdict: Any,
+    word: str,
+    number: int | None,
+    reply: dict[str, Any],
+    judge_err: bytes,
+    result: Any,
+    limits: Limits,
+) -> RunResult:
     if not isinstance(verdict, dict):
         judge_status = reply.get("judge", "")
         text = _last_line(judge_err.decode("utf-8", "replace")) or judge_status
@@ -452,13 +461,18 @@ def _limit_detail(detail: str, reply: dict[str, Any], limits: Limits) -> str:
     """The limit a failure's last line (or the cgroup's counters) points to, or ""."""
     if reply.get("program_fork_limit") or any(
         sign in detail
-        for sign in ("BlockingIOError", "Resource temporarily unavailable", "can't start new thread")
+        for sign in (
+            "BlockingIOError",
+            "Resource temporarily unavailable",
+            "can't start new thread",
+        )
     ):
         return f"process limit {limits.nproc}" + (f": {detail}" if detail else "")
     if "MemoryError" in detail:
         return f"memory limit {limits.memory_mb} MB (MemoryError)"
     if "File too large" in detail or "No space left on device" in detail:
-        return f"file size or disk limit ({limits.fsize_mb} MB a file, {limits.disk_mb} MB /tmp): {detail}"
+        sizes = f"{limits.fsize_mb} MB a file, {limits.disk_mb} MB /tmp"
+        return f"file size or disk limit ({sizes}): {detail}"
     return ""
 
 

@@ -329,7 +329,8 @@ def test_a_socket_to_a_loopback_listener_is_not_reached() -> None:
     port = listener.getsockname()[1]
     try:
         result = run_program(
-            f"import socket\ns = socket.socket()\ns.settimeout(2)\ns.connect(('127.0.0.1', {port}))\n"
+            "import socket\ns = socket.socket()\ns.settimeout(2)\n"
+            f"s.connect(('127.0.0.1', {port}))\n"
         )
         with pytest.raises(BlockingIOError):
             listener.accept()
