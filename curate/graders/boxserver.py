@@ -33,8 +33,10 @@ import builtins
 import contextlib
 import ctypes
 import decimal
+import errno
 import fcntl
 import fractions
+import functools
 import json
 import os
 import resource
@@ -638,8 +640,9 @@ def seccomp_supported() -> bool:
     return os.uname().machine == "x86_64"
 
 
-def install_seccomp() -> None:
-    """Load the deny-list filter into this process (and all it starts)."""
+@functools.cache
+def seccomp_filter() -> bytes:
+    """The BPF program (built once, in the server, before any box is forked)."""
     ret_allow, ret_kill = 0x7FFF0000, 0x80000000
     ret_eperm, ret_enosys = 0x00050000 | 1, 0x00050000 | 38
     ld_abs, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
@@ -661,13 +664,18 @@ def install_seccomp() -> None:
     for number in sorted(DENIED_SYSCALLS.values()):
         program += [(jeq, 0, 1, number), (ret, 0, 0, ret_eperm)]
     program.append((ret, 0, 0, ret_allow))
-    raw = b"".join(struct.pack("HBBI", *instruction) for instruction in program)
+    return b"".join(struct.pack("HBBI", *instruction) for instruction in program)
+
+
+def install_seccomp() -> None:
+    """Load the deny-list filter into this process (and all it starts)."""
+    raw = seccomp_filter()
     buffer = ctypes.create_string_buffer(raw)
 
     class SockFprog(ctypes.Structure):
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
-    fprog = SockFprog(len(program), ctypes.addressof(buffer))
+    fprog = SockFprog(len(raw) // 8, ctypes.addressof(buffer))
     prctl(PR_SET_NO_NEW_PRIVS, 1)
     _check(
         libc().prctl(
@@ -895,57 +903,52 @@ def _keep_fds(fds: dict[int, int]) -> None:
     os.closerange(max(fds) + 1 if fds else 0, os.sysconf("SC_OPEN_MAX"))
 
 
-def box(
-    role: str,
-    cfg: dict[str, Any],
-    fds: dict[int, int],
-    uid: int | None,
-    status_fd: int,
-    cgroup: Cgroup | None,
-    server: int,
-) -> None:
-    """Host side of a box (a child of the server); never returns."""
+def _clone(flags: int) -> int:
+    """fork() into new namespaces (with CLONE_NEWPID the child is pid 1 of its own)."""
+    if not flags:
+        return os.fork()
+    number = {"x86_64": 56, "aarch64": 220}.get(os.uname().machine)
+    if number is None:
+        raise OSError(errno.ENOSYS, f"clone into namespaces on {os.uname().machine}")
+    call = libc().syscall
+    call.restype = ctypes.c_long
+    zero = ctypes.c_ulong(0)
+    pid = int(
+        call(ctypes.c_long(number), ctypes.c_ulong(flags | signal.SIGCHLD), zero, zero, zero, zero)
+    )
+    if pid < 0:
+        number = ctypes.get_errno()
+        raise OSError(number, f"clone: {os.strerror(number)}")
+    return pid
+
+
+def _harness_line() -> bytes:
+    text = traceback.format_exc(limit=2)[-300:].encode(errors="replace")
+    return b"harness " + text.replace(b"\n", b" | ") + b"\n"
+
+
+def program_box(prep: dict[str, Any], uid: int | None, status_fd: int, ctl: int) -> None:
+    """A program box's pid 1 (just cloned by the server); never returns. Sets up the
+    box, starts the worker, which waits for its case, then reaps until the worker ends
+    and reports how it ended on `status_fd`."""
     code = EXIT_HARNESS
     try:
         os.setsid()
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != server:
-            os._exit(EXIT_HARNESS)
-        _close_all_but({*fds.values(), status_fd})
-        if cgroup is not None and cgroup.available:
-            cgroup.join(os.getpid())
-        fence = cfg["fence"]
-        # The judge runs the data set's tests, not the program: it gets the read-only
-        # root but no scratch space or /proc of its own (a mount namespace per case is
-        # the costliest step of a box).
-        own_mounts = fence["mount"] and role == "program"
-        flags = CLONE_NEWIPC | CLONE_NEWUTS if fence["pid"] else 0
-        flags |= CLONE_NEWPID if fence["pid"] else 0
-        flags |= CLONE_NEWNS if own_mounts else 0
-        if flags:
-            unshare(flags)
-        if own_mounts:
-            _box_mounts(cfg["disk_mb"])
-        init = os.fork() if fence["pid"] else 0
-        if init:
-            os.write(status_fd, b"init %d\n" % init)
-            for fd in set(fds.values()):
-                os.close(fd)
-            os.close(status_fd)
-            os.waitpid(init, 0)
+        _close_all_but({status_fd, ctl})
+        if not os.read(ctl, 16):  # the server has put us in our cgroup (or died)
             os._exit(0)
-        if fence["pid"]:
-            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        fence = prep["fence"]
         if fence["mount"]:
-            if fence["pid"] and own_mounts:
+            _box_mounts(prep["disk_mb"])
+            if fence["pid"]:
                 mount("proc", f"{ROOT}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
             os.chroot(ROOT)
             os.chdir("/tmp")
         worker = os.fork()
         if worker == 0:
-            _worker(role, cfg, fds, uid)
-        for fd in set(fds.values()):
-            os.close(fd)
+            _worker("program", ctl, uid)
+        os.close(ctl)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         while True:  # reap orphans too, until the worker ends
             done, status = os.waitpid(-1, 0)
@@ -958,15 +961,28 @@ def box(
         code = 0
     except BaseException:
         with contextlib.suppress(OSError):
-            os.write(
-                status_fd,
-                b"harness "
-                + traceback.format_exc(limit=2)[-300:]
-                .encode(errors="replace")
-                .replace(b"\n", b" | ")
-                + b"\n",
-            )
+            os.write(status_fd, _harness_line())
     os._exit(code)
+
+
+def judge_box(prep: dict[str, Any], uid: int | None, ctl: int, server: int) -> None:
+    """A judge (just forked by the server): the read-only root, its own uid, no
+    namespaces of its own (it runs the data set's tests, not the program); never
+    returns."""
+    try:
+        os.setsid()
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != server:
+            os._exit(EXIT_HARNESS)
+        _close_all_but({ctl})
+        if not os.read(ctl, 16):
+            os._exit(0)
+        if prep["fence"]["mount"]:
+            os.chroot(ROOT)
+            os.chdir("/tmp")
+        _worker("judge", ctl, uid)
+    except BaseException:
+        os._exit(EXIT_HARNESS)
 
 
 def _close_all_but(keep: set[int]) -> None:
@@ -977,13 +993,20 @@ def _close_all_but(keep: set[int]) -> None:
     os.closerange(low, os.sysconf("SC_OPEN_MAX"))
 
 
-def _worker(role: str, cfg: dict[str, Any], fds: dict[int, int], uid: int | None) -> None:
-    """The process that runs the program (or the judge); never returns."""
+def _worker(role: str, ctl: int, uid: int | None) -> None:
+    """The process that runs the program (or the judge): waits for its case (the
+    settings and its descriptors, from the server), fences itself and runs it; never
+    returns."""
     code = EXIT_HARNESS
     try:
-        _keep_fds(fds)
+        control = socket.socket(fileno=ctl)
+        message, fds, _, _ = socket.recv_fds(control, 1 << 16, 8)
+        if not message:
+            os._exit(0)
+        cfg = json.loads(message)
+        control.close()
+        _keep_fds(dict(enumerate(fds)))
         fence = cfg["fence"]
-        os.chdir("/tmp" if fence["mount"] else cfg.get("workdir") or "/")
         _limits(cfg)
         if uid is not None:
             os.setgroups([])
@@ -1027,15 +1050,82 @@ def _read_all(fd: int) -> bytes:
 # -- the server -----------------------------------------------------------------------------
 
 
+class Box:
+    """A box the server started: ready (waiting for a case), running, or dying."""
+
+    def __init__(
+        self,
+        role: str,
+        slot: int,
+        key: str,
+        pid: int,
+        ctl: socket.socket,
+        status_r: int,
+        group: Cgroup | None,
+    ) -> None:
+        self.role, self.slot, self.key, self.pid = role, slot, key, pid
+        self.ctl, self.status_r, self.group = ctl, status_r, group
+        self.pidfd = os.pidfd_open(pid)
+        self.done = False
+        self.status = ""
+        self.wait_status = 0
+
+    def finish(self) -> None:
+        """Reap it (it has ended, or been killed) and read how its program ended."""
+        if self.done:
+            return
+        _, self.wait_status = os.waitpid(self.pid, 0)
+        os.close(self.pidfd)
+        self.ctl.close()
+        self.done = True
+        if self.status_r >= 0:
+            text = _drain(self.status_r).decode("utf-8", "replace")
+            os.close(self.status_r)
+            lines = text.splitlines()
+            self.status = lines[-1] if lines else "killed"
+        elif os.WIFSIGNALED(self.wait_status):
+            self.status = f"signal {os.WTERMSIG(self.wait_status)}"
+        else:
+            self.status = f"exit {os.WEXITSTATUS(self.wait_status)}"
+
+    def reap_if_gone(self) -> bool:
+        """Reap it if it has ended; whether it has."""
+        if not self.done and select.select([self.pidfd], [], [], 0)[0]:
+            self.finish()
+        return self.done
+
+    def kill(self) -> None:
+        """SIGKILL to its pid 1 (the whole PID namespace) or its process group."""
+        if self.done:
+            return
+        with contextlib.suppress(OSError):
+            os.kill(self.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.killpg(self.pid, signal.SIGKILL)
+
+
+SLOTS = 4  # boxes per role: running, ready, and dying ones, each with its cgroups and uid
+
+
 class Server:
+    """Serves runs over its control socket. While a case runs, the next case's boxes are
+    started in another slot (forks and namespaces off the critical path); each slot has
+    its own cgroups and uids, so a box being torn down never shares limits with the one
+    in use, and a killed box is reaped when its slot is needed again."""
+
     def __init__(self, control: socket.socket) -> None:
         self.control = control
         self.pid = os.getpid()
         self.features: dict[str, Any] = {}
-        self.cgroups: dict[str, Cgroup] = {}
-        # A uid per role, unique to this server while it runs (pids are unique), so a
-        # program's RLIMIT_NPROC is its own and no neighbour's.
-        self.uids = {"program": 1_000_000 + 2 * self.pid, "judge": 1_000_001 + 2 * self.pid}
+        self.groups: dict[tuple[str, int], Cgroup] = {}
+        self.ready: dict[str, Box] = {}
+        self.dying: list[Box] = []
+        self.running: list[Box] = []
+
+    def uid(self, role: str, slot: int) -> int:
+        """Unique to this server while it runs (pids are unique): a program's
+        RLIMIT_NPROC is its own and no neighbour's."""
+        return 1_000_000 + 2 * SLOTS * self.pid + 2 * slot + (role == "judge")
 
     def set_up(self, roots: list[str]) -> dict[str, Any]:
         """The expensive part, once: namespaces, the root file system, cgroups."""
@@ -1051,7 +1141,7 @@ class Server:
             "uid": root,
         }
         if not root:
-            reasons["all"] = "curate is not root"
+            reasons["all"] = "curate is not root (no namespaces, uids or cgroups)"
         else:
             try:
                 unshare(CLONE_NEWNET)
@@ -1068,11 +1158,12 @@ class Server:
             try:
                 remove_stale_cgroups()
                 for role in ("program", "judge"):
-                    group = Cgroup(f"curatebox-{self.pid}-{role}")
-                    if group.available:
-                        self.cgroups[role] = group
-                if len(self.cgroups) == 2:
-                    features["cgroup"] = self.cgroups["program"].version
+                    for slot in range(SLOTS):
+                        group = Cgroup(f"curatebox-{self.pid}-{role}{slot}")
+                        if group.available:
+                            self.groups[role, slot] = group
+                if len(self.groups) == 2 * SLOTS:
+                    features["cgroup"] = self.groups["program", 0].version
                 else:
                     reasons["cgroup"] = "no writable cgroup v2 or v1 memory+pids hierarchy"
             except OSError as exc:
@@ -1085,13 +1176,26 @@ class Server:
         return features
 
     def serve(self) -> None:
+        try:
+            self._serve()
+        finally:
+            for b in [*self.ready.values(), *self.dying, *self.running]:
+                b.kill()
+            for b in [*self.ready.values(), *self.dying, *self.running]:
+                with contextlib.suppress(OSError):
+                    b.finish()
+            for group in self.groups.values():
+                group.kill_all()
+                group.remove()
+
+    def _serve(self) -> None:
         while True:
             try:
                 message, fds, _, _ = socket.recv_fds(self.control, 1 << 16, 16)
             except OSError:
-                break
+                return
             if not message:
-                break
+                return
             try:
                 request = json.loads(message)
                 if request["op"] == "setup":
@@ -1105,146 +1209,159 @@ class Server:
                     with contextlib.suppress(OSError):
                         os.close(fd)
             if reply.get("hangup"):
-                break
+                return
             try:
                 self.control.sendall(json.dumps(reply).encode())
             except OSError:
-                break
-        for group in self.cgroups.values():
-            group.kill_all()
-            group.remove()
+                return
 
-    def _spawn(
-        self, role: str, cfg: dict[str, Any], fds: dict[int, int]
-    ) -> tuple[int, int, Cgroup | None]:
-        group = self.cgroups.get(role) if cfg["fence"]["cgroup"] else None
+    # -- boxes
+
+    def _free_slot(self, role: str) -> int:
+        """A slot whose last box is gone (its processes reaped, its cgroup empty): one
+        with nothing dying if any, else the oldest dying one, waited for."""
+        busy = {b.slot for b in self.ready.values() if b.role == role}
+        busy |= {b.slot for b in self.running if b.role == role}
+        for b in [b for b in self.dying if b.role == role]:
+            if b.reap_if_gone():
+                self.dying.remove(b)
+        dying = [b for b in self.dying if b.role == role]
+        free = [s for s in range(SLOTS) if s not in busy and s not in {b.slot for b in dying}]
+        if free:
+            slot = free[0]
+        else:
+            oldest = next(b for b in dying if b.slot not in busy)
+            oldest.finish()
+            self.dying.remove(oldest)
+            slot = oldest.slot
+        group = self.groups.get((role, slot))
         if group is not None:
-            group.limit(cfg["memory_mb"] * 1024 * 1024, cfg["nproc"])
-        uid = self.uids[role] if cfg["fence"]["uid"] else None
-        status_r, status_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(status_r)
-            box(role, cfg, fds, uid, status_w, group, self.pid)
-        os.close(status_w)
-        return pid, status_r, group
+            group.kill_all()
+        return slot
+
+    def prepare(self, role: str, prep: dict[str, Any], key: str) -> Box:
+        slot = self._free_slot(role)
+        fence = prep["fence"]
+        group = self.groups.get((role, slot)) if fence["cgroup"] else None
+        if group is not None:
+            group.limit(prep["memory_mb"] * 1024 * 1024, prep["nproc"])
+        uid = self.uid(role, slot) if fence["uid"] else None
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        status_r = -1
+        if role == "program":
+            status_r, status_w = os.pipe()
+            flags = CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS if fence["pid"] else 0
+            flags |= CLONE_NEWNS if fence["mount"] else 0
+            try:
+                pid = _clone(flags)
+            except OSError:
+                os.close(status_r)
+                os.close(status_w)
+                ours.close()
+                theirs.close()
+                raise
+            if pid == 0:
+                program_box(prep, uid, status_w, theirs.fileno())
+            os.close(status_w)
+        else:
+            pid = os.fork()
+            if pid == 0:
+                judge_box(prep, uid, theirs.fileno(), self.pid)
+        theirs.close()
+        if group is not None:
+            group.join(pid)
+        ours.send(b"j")
+        return Box(role, slot, key, pid, ours, status_r, group)
+
+    def _take(self, role: str, prep: dict[str, Any], key: str) -> Box:
+        b = self.ready.pop(role, None)
+        if b is not None and b.key == key:
+            return b
+        if b is not None:
+            b.kill()
+            self.dying.append(b)
+        return self.prepare(role, prep, key)
 
     def run(self, request: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         cfg = request
         split = cfg["kind"] == "split"
+        prep = {k: cfg[k] for k in ("fence", "disk_mb", "memory_mb", "nproc")}
+        key = json.dumps(prep, sort_keys=True)
+        roles = ("program", "judge") if split else ("program",)
+        boxes = {role: self._take(role, prep, key) for role in roles}
+        self.running = list(boxes.values())
+        counters = {
+            role: (b.group.oom_kills(), b.group.fork_failures()) if b.group else (0, 0)
+            for role, b in boxes.items()
+        }
         source, stdin, stdout, stderr = fds[:4]
-        started = time.monotonic()
-        boxes: dict[str, dict[str, Any]] = {}
+        message = [json.dumps(cfg).encode()]
         verdict_r = -1
-        counters: dict[str, tuple[int, int]] = {}
-        for role, group in self.cgroups.items():
-            counters[role] = (group.oom_kills(), group.fork_failures())
         if split:
             spec, judge_err = fds[4:6]
             ours, theirs = socket.socketpair()
             verdict_r, verdict_w = os.pipe()
-            program_fds = {0: stdin, 1: stdout, 2: stderr, 3: source, 4: theirs.fileno()}
             devnull = os.open(os.devnull, os.O_RDONLY)
-            judge_fds = {
-                0: devnull,
-                1: judge_err,
-                2: judge_err,
-                3: spec,
-                4: ours.fileno(),
-                5: verdict_w,
-            }
-            boxes["program"] = self._start("program", cfg, program_fds)
-            boxes["judge"] = self._start("judge", cfg, judge_fds)
-            ours.close()
-            theirs.close()
+            socket.send_fds(
+                boxes["program"].ctl, message, [stdin, stdout, stderr, source, theirs.fileno()]
+            )
+            socket.send_fds(
+                boxes["judge"].ctl,
+                message,
+                [devnull, judge_err, judge_err, spec, ours.fileno(), verdict_w],
+            )
+            for fd in (ours, theirs):
+                fd.close()
             os.close(verdict_w)
             os.close(devnull)
         else:
-            boxes["program"] = self._start(
-                "program", cfg, {0: stdin, 1: stdout, 2: stderr, 3: source}
-            )
+            socket.send_fds(boxes["program"].ctl, message, [stdin, stdout, stderr, source])
+        started = time.monotonic()
+        for role in roles:  # the next case's boxes start while this one runs
+            self.ready[role] = self.prepare(role, prep, key)
+        waiting = boxes["judge" if split else "program"]
         deadline = started + cfg["wall_s"]
-        waiting = "judge" if split else "program"
-        timed_out = False
-        hangup = False
-        while not boxes[waiting]["done"]:
+        timed_out = hangup = False
+        while not waiting.done:
             left = deadline - time.monotonic()
             if left <= 0:
                 timed_out = True
                 break
-            watch = [b["pidfd"] for b in boxes.values() if not b["done"]] + [self.control]
+            watch = [b.pidfd for b in boxes.values() if not b.done] + [self.control]
             ready, _, _ = select.select(watch, [], [], left)
             if self.control in ready and not self.control.recv(1, socket.MSG_PEEK):
                 hangup = True
                 break
             for b in boxes.values():
-                if not b["done"] and b["pidfd"] in ready:
-                    self._finish(b)
+                if not b.done and b.pidfd in ready:
+                    b.finish()
         seconds = time.monotonic() - started
-        for b in boxes.values():
-            if not b["done"]:
-                self._kill(b)
         reply: dict[str, Any] = {"timed_out": timed_out, "seconds": seconds, "hangup": hangup}
-        for role, b in boxes.items():
-            reply[role] = b["status"]
-            group = b["group"]
-            if group is not None:
-                group.kill_all()
-                oom, forks = counters.get(role, (0, 0))
-                reply[f"{role}_oom"] = group.oom_kills() > oom
-                reply[f"{role}_fork_limit"] = group.fork_failures() > forks
+        verdict = None
         if split:
-            verdict = _drain(verdict_r)
+            raw = _drain(verdict_r)
             os.close(verdict_r)
-            try:
-                reply["verdict"] = json.loads(verdict) if verdict else None
-            except ValueError:
-                reply["verdict"] = None
+            with contextlib.suppress(ValueError):
+                verdict = json.loads(raw) if raw else None
+            reply["verdict"] = verdict
+            program = boxes["program"]
+            if isinstance(verdict, dict) and verdict.get("verdict") == "gone":
+                # The program ended during a call: let its pid 1 report how.
+                select.select([program.pidfd], [], [], 1.0)
+                if select.select([program.pidfd], [], [], 0)[0]:
+                    program.finish()
+        for role, b in boxes.items():
+            if not b.done:
+                b.kill()
+                self.dying.append(b)
+            reply[role] = b.status or "killed"
+        self.running = []
+        for role, b in boxes.items():
+            if b.group is not None:
+                oom, forks = counters[role]
+                reply[f"{role}_oom"] = b.group.oom_kills() > oom
+                reply[f"{role}_fork_limit"] = b.group.fork_failures() > forks
         return reply
-
-    def _start(self, role: str, cfg: dict[str, Any], fds: dict[int, int]) -> dict[str, Any]:
-        pid, status_r, group = self._spawn(role, cfg, fds)
-        return {
-            "pid": pid,
-            "pidfd": os.pidfd_open(pid),
-            "status_r": status_r,
-            "done": False,
-            "status": "",
-            "group": group,
-            "init": 0,
-        }
-
-    def _finish(self, b: dict[str, Any]) -> None:
-        os.waitpid(b["pid"], 0)
-        os.close(b["pidfd"])
-        text = _drain(b["status_r"]).decode("utf-8", "replace")
-        os.close(b["status_r"])
-        lines = [line for line in text.splitlines() if not line.startswith("init ")]
-        b["status"] = lines[-1] if lines else ""
-        b["done"] = True
-
-    def _kill(self, b: dict[str, Any]) -> None:
-        """Kill the box's init (its whole PID namespace) and wait until all is gone."""
-        init = 0
-        try:
-            os.set_blocking(b["status_r"], False)
-            head = os.read(b["status_r"], 4096).decode("utf-8", "replace")
-            b["early"] = head
-            for line in head.splitlines():
-                if line.startswith("init "):
-                    init = int(line.split()[1])
-        except (OSError, ValueError):
-            head = ""
-        for pid in (init, b["pid"]):
-            if pid:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-        if b["group"] is not None:
-            b["group"].kill_all()
-        self._finish(b)
-        if not b["status"]:
-            lines = [x for x in head.splitlines() if not x.startswith("init ")]
-            b["status"] = lines[-1] if lines else "killed"
 
 
 def _drain(fd: int) -> bytes:
@@ -1295,6 +1412,8 @@ def main(argv: list[str]) -> None:
         with contextlib.suppress(ImportError):
             importlib.import_module(module)
     libc()
+    if seccomp_supported():
+        seccomp_filter()
     Server(control).serve()
 
 
