@@ -1345,7 +1345,8 @@ class Server:
                 verdict = json.loads(raw) if raw else None
             reply["verdict"] = verdict
             program = boxes["program"]
-            if isinstance(verdict, dict) and verdict.get("verdict") == "gone":
+            gone = isinstance(verdict, dict) and verdict.get("verdict") == "gone"
+            if gone and not program.done:
                 # The program ended during a call: let its pid 1 report how.
                 select.select([program.pidfd], [], [], 1.0)
                 if select.select([program.pidfd], [], [], 0)[0]:

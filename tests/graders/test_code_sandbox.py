@@ -276,7 +276,7 @@ def test_hostile_programs_in_every_layout_beside_correct_ones(
         if result.error is not None or result.score != (1.0 if should_pass else 0.0):
             failures.append((layout, name, result))
         for leak in (SECRET, str(host["data"]), "pytest", "answer="):
-            assert leak not in result.extracted, (layout, name, result.extracted)
+            assert leak not in (result.extracted or "") + (result.error or ""), (layout, name)
     assert failures == []
     by = {(layout, name): r for (layout, name, *_), r in zip(items, results, strict=True)}
     assert "tampering" in by[("humaneval", "trace hook")].extracted
