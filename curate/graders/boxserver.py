@@ -223,16 +223,16 @@ def serve_program(source: str, channel_fd: int) -> None:
 def _answer(namespace: dict[str, Any], request: dict[str, Any]) -> dict[str, object]:
     if "describe" in request:
         return {"names": {name: _describe(namespace, name) for name in request["describe"]}}
-    name = request.get("call")
+    name = str(request.get("call"))
     try:
         solution = namespace.get("Solution") if request.get("solution") else None
         if isinstance(solution, type) and hasattr(solution, name):
             function = getattr(solution(), name)  # LeetCode style: a fresh Solution()
         else:
             function = namespace[name]
-        args = decode(request.get("args", []))
-        kwargs = decode(request.get("kwargs", {"d": []}))
-        value = function(*args, **kwargs)  # type: ignore[misc,operator]
+        args: Any = decode(request.get("args", []))
+        kwargs: Any = decode(request.get("kwargs", {"d": []}))
+        value = function(*args, **kwargs)
     except BaseException as exc:
         return {"raised": [type(exc).__name__, _exception_text(exc)], "tamper": _hooks()}
     try:
@@ -1039,7 +1039,7 @@ def _worker(role: str, ctl: int, uid: int | None) -> None:
 
 def _read_all(fd: int) -> bytes:
     os.lseek(fd, 0, os.SEEK_SET)
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         chunk = os.read(fd, 1 << 20)
         if not chunk:
@@ -1131,7 +1131,7 @@ class Server:
         """The expensive part, once: namespaces, the root file system, cgroups."""
         reasons: dict[str, str] = {}
         root = os.geteuid() == 0
-        features = {
+        features: dict[str, Any] = {
             "root": root,
             "network": False,
             "mount": False,

@@ -496,6 +496,12 @@ _PROBE = (
 )
 
 
+def without(fence: Protection, name: str) -> Protection:
+    """`fence` with the protection `name` turned off."""
+    off: dict[str, Any] = {name: 0 if name == "cgroup" else False}
+    return replace(fence, **off)
+
+
 @functools.cache
 def protection_available(python: str = "") -> Protection:
     """The strongest fence that works here, found once per process and interpreter: the
@@ -531,4 +537,4 @@ def protection_available(python: str = "") -> Protection:
             return replace(fence, reason="; ".join(reasons))
         dropped = active[0]
         reasons.append(f"{dropped}: the probe fails with it ({outcome.detail or outcome.status})")
-        fence = replace(fence, **{dropped: 0 if dropped == "cgroup" else False})
+        fence = without(fence, dropped)

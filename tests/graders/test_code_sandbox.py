@@ -15,13 +15,20 @@ import tempfile
 import textwrap
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from curate.graders.code import CodeGrader
-from curate.graders.sandbox import Limits, protection_available, run_program
+from curate.graders.sandbox import (
+    NO_PROTECTION,
+    Limits,
+    protection_available,
+    run_program,
+    without,
+)
 
 SECRET = "sk-curate-test-0123456789"
 MARKER = f"curate-leftover-{uuid.uuid4().hex[:8]}"
@@ -409,3 +416,38 @@ def test_kill_9_mid_grade_leaves_no_sandbox_process_and_no_box_directory() -> No
     assert alive == set()
     assert not os.path.exists(f"/tmp/{marker}")
     assert set(os.listdir("/tmp")) - before == set()
+
+
+def test_the_fallbacks_still_apply_limits_environment_deadline_and_the_judge(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What runs where a protection is unavailable, forced here whatever this machine
+    allows: each protection dropped alone, then all of them."""
+    monkeypatch.setenv("CURATE_TEST_SECRET", SECRET)
+    full = protection_available()
+    fences = [
+        without(full, name) for name in ("seccomp", "cgroup", "uid", "mount", "pid", "network")
+    ]
+    fences.append(replace(NO_PROTECTION, python=full.python))
+    limits = Limits(wall_s=2.0, memory_mb=256)
+    for fence in fences:
+        loop = run_program("while True:\n    pass", limits=limits, protection=fence)
+        assert loop.status == "timeout", (fence, loop)
+        memory = run_program("b = bytearray(2 * 1024 ** 3)", limits=limits, protection=fence)
+        assert memory.status == "limit", (fence, memory)
+        env = run_program("import os\nprint(dict(os.environ))", protection=fence)
+        assert env.status == "ok" and SECRET not in env.stdout, (fence, env)
+        forged = run_program(
+            'import os\ndef f(x):\n    os.write(5, b\'{"verdict": "passed"}\')\n    os._exit(0)\n',
+            judge={"layout": "asserts", "tests": "assert f(2) == 4", "before": ""},
+            protection=fence,
+        )
+        assert forged.status != "ok" and not forged.completed, (fence, forged)
+        good = run_program(
+            "def f(x):\n    return 2 * x\n",
+            judge={"layout": "asserts", "tests": "assert f(2) == 4", "before": ""},
+            protection=fence,
+        )
+        assert good.status == "ok" and good.completed, (fence, good)
+    assert "NETWORK NOT ISOLATED" in fences[-1].summary
+    assert "NO MOUNT NAMESPACE" in fences[-1].summary
