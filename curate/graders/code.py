@@ -506,7 +506,8 @@ class CodeGrader:
         return lines
 
     def close(self) -> None:
-        """Nothing stays running between batches."""
+        """Nothing to do: the warm box servers are shared by every code grader of this
+        process and stop when it exits (or is killed: they see their socket close)."""
 
     def __repr__(self) -> str:
         return f"CodeGrader({self.name!r}, score_mode={self.score_mode!r}, workers={self.workers})"
