@@ -700,6 +700,7 @@ class Cgroup:
         self.dirs: list[str] = []
         self.version = 0
         self.name = name
+        self.limits = (0, 0)
         try:
             self._make()
         except OSError:
@@ -748,6 +749,9 @@ class Cgroup:
                     f.write(value)
 
     def limit(self, memory_bytes: int, pids: int) -> None:
+        if self.limits == (memory_bytes, pids):
+            return
+        self.limits = (memory_bytes, pids)
         if self.version == 2:
             self._write("memory.max", str(memory_bytes))
             self._write("memory.swap.max", "0")
@@ -1319,6 +1323,7 @@ class Server:
         started = time.monotonic()
         for role in roles:  # the next case's boxes start while this one runs
             self.ready[role] = self.prepare(role, prep, key)
+        prepared = time.monotonic() - started
         waiting = boxes["judge" if split else "program"]
         deadline = started + cfg["wall_s"]
         timed_out = hangup = False
@@ -1336,7 +1341,12 @@ class Server:
                 if not b.done and b.pidfd in ready:
                     b.finish()
         seconds = time.monotonic() - started
-        reply: dict[str, Any] = {"timed_out": timed_out, "seconds": seconds, "hangup": hangup}
+        reply: dict[str, Any] = {
+            "timed_out": timed_out,
+            "seconds": seconds,
+            "hangup": hangup,
+            "prepare_s": prepared,
+        }
         verdict = None
         if split:
             raw = _drain(verdict_r)
