@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import tempfile
 import textwrap
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -32,7 +34,7 @@ from curate.graders.sandbox import (
 
 SECRET = "sk-curate-test-0123456789"
 MARKER = f"curate-leftover-{uuid.uuid4().hex[:8]}"
-HEADER = "import json, os, signal, socket, sys, time\n"
+HEADER = "import json, os, re, signal, socket, sys, time\n"
 
 # Each attack is the body of solve(x) (x = 2 or 3 or 5, the answer 2 * x): it returns the
 # right answer only if the attack worked; otherwise None or nothing.
@@ -105,9 +107,9 @@ ATTACKS: dict[str, str] = {
         print("CMDLINES", found)
         for word in found:
             if word.startswith("/") and os.path.isfile(word):
-                text = open(word).read()
-                if "answer=" in text:
-                    return int(text.split("answer=")[1].split()[0]) * x // 2
+                found_answer = re.search(r"answer=(\\d+)", open(word).read())
+                if found_answer:
+                    return int(found_answer[1]) * x // 2
         return found or None
     """,
     "host environ": """
@@ -126,8 +128,9 @@ ATTACKS: dict[str, str] = {
                 text = open(path).read()
             except OSError:
                 continue
-            if "answer=" in text:
-                return int(text.split("answer=")[1].split()[0]) * x // 2
+            found_answer = re.search(r"answer=(\\d+)", text)
+            if found_answer:
+                return int(found_answer[1]) * x // 2
     """,
     "leftovers": """
         for folder in ("/tmp", "/var/tmp", "/dev/shm"):
@@ -136,18 +139,23 @@ ATTACKS: dict[str, str] = {
     """,
     "memory across children": """
         r, w = os.pipe()
+        children = []
         for _ in range(3):
-            if os.fork() == 0:
+            pid = os.fork()
+            if pid == 0:
                 block = bytearray(450 * 1024 * 1024)
                 for i in range(0, len(block), 4096):
                     block[i] = 1
                 os.write(w, b"k")
                 time.sleep(10)
                 os._exit(0)
+            children.append(pid)
         got = b""
         while len(got) < 3:
             got += os.read(r, 3)
-        return x * 2
+        # All three hold their 450 MB at this moment, or one was killed to make room.
+        if all(os.waitpid(pid, os.WNOHANG) == (0, 0) for pid in children):
+            return x * 2
     """,
     "fork hog": """
         try:
@@ -227,16 +235,18 @@ LAYOUTS: dict[str, tuple[object, dict[str, Any]]] = {
 
 
 @pytest.fixture(scope="module")
-def host(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def host() -> Iterator[dict[str, Any]]:
     """What a program must not reach: a data set and a manifest holding the answers, a
-    world-writable unix socket of the host."""
-    root = tmp_path_factory.mktemp("host")
+    world-writable unix socket of the host (outside /tmp, which the box server's own
+    mount namespace covers: in /var/tmp they are in reach of any unboxed process)."""
+    root = Path(tempfile.mkdtemp(prefix="curate-host-", dir="/var/tmp"))
+    os.chmod(root, 0o755)
     data = root / "data.jsonl"
     data.write_text(json.dumps({"prompt": "double", "answer": "answer=4"}) + "\n")
     (root / "run").mkdir()
     manifest = root / "run" / "manifest.json"
     manifest.write_text(json.dumps({"data": str(data), "note": "answer=4"}))
-    folder = tempfile.mkdtemp(prefix="curate-host-socket-", dir="/tmp")
+    folder = tempfile.mkdtemp(prefix="curate-host-socket-", dir="/var/tmp")
     path = os.path.join(folder, "host.sock")
     listener = socket.socket(socket.AF_UNIX)
     listener.bind(path)
@@ -248,6 +258,7 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     listener.close()
     os.unlink(path)
     os.rmdir(folder)
+    shutil.rmtree(root)
 
 
 def test_hostile_programs_in_every_layout_beside_correct_ones(
