@@ -578,6 +578,33 @@ def prctl(option: int, value: int, extra: int = 0) -> None:
     )
 
 
+def enter_user_namespace() -> None:
+    """Become root of a new user namespace, mapped to this process's own user."""
+    uid, gid = os.getuid(), os.getgid()
+    unshare(CLONE_NEWUSER)
+    for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
+
+
+PR_CAPBSET_DROP = 24
+PR_SET_SECUREBITS = 28
+# NOROOT, NO_SETUID_FIXUP, KEEP_CAPS off, NO_CAP_AMBIENT_RAISE, each with its lock.
+_SECUREBITS = 0x01 | 0x02 | 0x04 | 0x08 | 0x20 | 0x40 | 0x80
+
+
+def drop_capabilities() -> None:
+    """For a program that runs as uid 0 (of a user namespace, or of the host when no other
+    uid is available): no capability now, none regained by exec, none in the bounding set."""
+    prctl(PR_SET_SECUREBITS, _SECUREBITS)
+    for capability in range(64):
+        if libc().prctl(ctypes.c_int(PR_CAPBSET_DROP), ctypes.c_ulong(capability), 0, 0, 0):
+            break  # past the last capability this kernel knows
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = (ctypes.c_uint32 * 6)()
+    _check(libc().capset(header, data), "capset")
+
+
 # -- seccomp --------------------------------------------------------------------------------
 # A deny list (x86-64 only): calls a graded program has no use for and that widen what it
 # can reach (namespaces, mounts, tracing, kernel keys, BPF...). They fail with EPERM.
@@ -1016,6 +1043,8 @@ def _worker(role: str, ctl: int, uid: int | None) -> None:
             os.setgroups([])
             os.setgid(uid)
             os.setuid(uid)
+        elif os.getuid() == 0:
+            drop_capabilities()
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # cleared by setuid; set again
         os.environ.clear()
         os.environ.update(cfg["env"])
@@ -1144,9 +1173,20 @@ class Server:
             "seccomp": False,
             "uid": root,
         }
+        privileged = root
         if not root:
-            reasons["all"] = "curate is not root (no namespaces, uids or cgroups)"
-        else:
+            # A user namespace, where the kernel allows one: this server is root inside
+            # it (mapped to curate's own user), enough for the other namespaces and the
+            # mounts; not for other uids or cgroups.
+            reasons["uid"] = "curate is not root: programs run as its own user"
+            reasons["cgroup"] = "curate is not root"
+            try:
+                enter_user_namespace()
+                privileged = True
+                features["user_namespace"] = True
+            except OSError as exc:
+                reasons["user namespace"] = str(exc)
+        if privileged:
             try:
                 unshare(CLONE_NEWNET)
                 features["network"] = True
@@ -1159,6 +1199,7 @@ class Server:
             except OSError as exc:
                 reasons["mount"] = str(exc)
             features["pid"] = True  # tried per box; the probe run says whether it works
+        if root:
             try:
                 remove_stale_cgroups()
                 for role in ("program", "judge"):
@@ -1172,9 +1213,9 @@ class Server:
                     reasons["cgroup"] = "no writable cgroup v2 or v1 memory+pids hierarchy"
             except OSError as exc:
                 reasons["cgroup"] = str(exc)
-            features["seccomp"] = seccomp_supported()
-            if not features["seccomp"]:
-                reasons["seccomp"] = f"no filter for {os.uname().machine}"
+        features["seccomp"] = seccomp_supported()
+        if not features["seccomp"]:
+            reasons["seccomp"] = f"no filter for {os.uname().machine}"
         features["reasons"] = reasons
         self.features = features
         return features

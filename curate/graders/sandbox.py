@@ -91,6 +91,7 @@ class Protection:
     uid: bool = False  # a uid of its own per box (needs root)
     cgroup: int = 0  # 2 or 1: the cgroup version counting memory and processes; 0: none
     seccomp: bool = False
+    user_namespace: bool = False  # the namespaces live in a user namespace (not root)
     reason: str = ""  # why a protection is missing, when one is
     python: str = ""  # the interpreter that runs programs ("": curate's own)
 
@@ -104,7 +105,11 @@ class Protection:
             "own mount namespace (read-only system, empty /tmp /var/tmp /dev/shm)"
             if self.mount
             else "NO MOUNT NAMESPACE (the program sees the host's files)",
-            "a uid of its own" if self.uid else "as curate's own user",
+            "a uid of its own"
+            if self.uid
+            else "as curate's own user in a user namespace, no capabilities"
+            if self.user_namespace
+            else "as curate's own user",
             f"cgroup v{self.cgroup} memory+pids"
             if self.cgroup
             else "no cgroup (per-process limits)",
@@ -520,6 +525,7 @@ def protection_available(python: str = "") -> Protection:
         uid=bool(features.get("uid")),
         cgroup=int(features.get("cgroup", 0)),
         seccomp=bool(features.get("seccomp")),
+        user_namespace=bool(features.get("user_namespace")),
         python=python,
     )
     order = ("seccomp", "cgroup", "uid", "mount", "pid")

@@ -462,3 +462,62 @@ def test_the_fallbacks_still_apply_limits_environment_deadline_and_the_judge(
         assert good.status == "ok" and good.completed, (fence, good)
     assert "NETWORK NOT ISOLATED" in fences[-1].summary
     assert "NO MOUNT NAMESPACE" in fences[-1].summary
+
+
+_NOT_ROOT = """
+import json
+from curate.graders.sandbox import protection_available, run_program
+fence = protection_available("/usr/bin/python3")
+view = run_program(
+    "import os\\nprint(os.getuid(), sorted(p for p in os.listdir('/proc') if p.isdigit()),"
+    " os.listdir('/tmp'), open('/proc/self/status').read().split('CapEff:')[1].split()[0])",
+    protection=fence,
+)
+judged = run_program(
+    "def f(x):\\n    return 2 * x\\n",
+    judge={"layout": "asserts", "tests": "assert f(2) == 4", "before": ""},
+    protection=fence,
+)
+print(json.dumps([fence.summary, view.stdout, judged.status, judged.completed]))
+"""
+
+
+def test_without_root_a_user_namespace_gives_the_namespaces_and_no_capabilities() -> None:
+    """curate run by an unprivileged user (here `nobody`, through setpriv, with the
+    system's Python: curate's own lives under /root)."""
+    if os.geteuid() != 0 or not Path("/usr/bin/setpriv").exists():
+        pytest.skip("needs root to become another user, and setpriv")
+    if not Path("/usr/bin/python3").exists():
+        pytest.skip("no system python3 for the unprivileged user")
+    root = str(Path(__file__).resolve().parents[2])
+    shown = subprocess.run(
+        [
+            "/usr/bin/setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "env",
+            f"PYTHONPATH={root}",
+            "/usr/bin/python3",
+            "-c",
+            _NOT_ROOT,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd="/",
+        check=False,
+    )
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    summary, view, status, completed = json.loads(shown.stdout.strip().splitlines()[-1])
+    if "user namespace" not in summary:
+        pytest.skip(f"this kernel gives no user namespace to an unprivileged user: {summary}")
+    assert "no network (own network namespace)" in summary and "own PID namespace" in summary
+    uid, pids, scratch, capabilities = view.split(" ", 1)[0], *view.split(" ", 1)[1].rsplit(" ", 2)
+    assert (uid, pids, scratch, capabilities.strip()) == (
+        "0",
+        "['1', '2']",
+        "[]",
+        "0000000000000000",
+    )
+    assert (status, completed) == ("ok", True)
