@@ -1368,16 +1368,24 @@ class Server:
         waiting = boxes["judge" if split else "program"]
         deadline = started + cfg["wall_s"]
         timed_out = hangup = False
-        while not waiting.done:
+        raw = b""
+        judged = False  # the judge's verdict (or the end of its pipe) has arrived
+        while not waiting.done and not judged:
             left = deadline - time.monotonic()
             if left <= 0:
                 timed_out = True
                 break
             watch = [b.pidfd for b in boxes.values() if not b.done] + [self.control]
+            if split:
+                watch.append(verdict_r)
             ready, _, _ = select.select(watch, [], [], left)
             if self.control in ready and not self.control.recv(1, socket.MSG_PEEK):
                 hangup = True
                 break
+            if split and verdict_r in ready:
+                # One write of under PIPE_BUF bytes: all of it, or the judge is gone.
+                raw = os.read(verdict_r, 65536)
+                judged = True
             for b in boxes.values():
                 if not b.done and b.pidfd in ready:
                     b.finish()
@@ -1390,7 +1398,8 @@ class Server:
         }
         verdict = None
         if split:
-            raw = _drain(verdict_r)
+            if not judged:
+                raw = _drain(verdict_r)
             os.close(verdict_r)
             with contextlib.suppress(ValueError):
                 verdict = json.loads(raw) if raw else None
