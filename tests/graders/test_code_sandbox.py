@@ -368,19 +368,6 @@ def test_the_protection_summary_names_every_protection() -> None:
         assert word in summary, summary
 
 
-_KILLED_GRADER = """
-import sys, time
-from curate.graders.code import CodeGrader
-from curate.graders.sandbox import Limits
-row = {"prompt": "def solve(x):\\n", "entry_point": "solve"}
-test = "def check(candidate):\\n    assert candidate(2) == 4\\n"
-body = "    open('/tmp/' + %r, 'w').write('x')\\n    import time\\n    time.sleep(60)\\n"
-grader = CodeGrader("code", limits=Limits(wall_s=120.0), workers=2)
-print("grading", flush=True)
-grader.grade_batch([body] * 4, [test] * 4, [row] * 4)
-"""
-
-
 def _descendants(root: int) -> set[int]:
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
@@ -401,17 +388,53 @@ def _descendants(root: int) -> set[int]:
     return found
 
 
-def test_kill_9_mid_grade_leaves_no_sandbox_process_and_no_box_directory() -> None:
+def test_kill_9_mid_grade_leaves_no_sandbox_process_and_no_box_directory(tmp_path: Path) -> None:
+    """`curate eval --grader code` killed with SIGKILL while the reference check runs the
+    data set's canonical solutions (which sleep): every sandbox process is gone within
+    seconds, and nothing is left in /tmp."""
     marker = f"curate-killed-{uuid.uuid4().hex[:8]}"
+    data = tmp_path / "slow.jsonl"
+    rows = [
+        {
+            "prompt": f"def solve{i}(x):\n",
+            "entry_point": f"solve{i}",
+            "test": "def check(candidate):\n    assert candidate(2) == 4\n",
+            "canonical_solution": (
+                f"    open('/tmp/{marker}', 'w').write('x')\n"
+                "    import time\n    time.sleep(60)\n    return 2 * x\n"
+            ),
+        }
+        for i in range(4)
+    ]
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
     before = set(os.listdir("/tmp"))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    command = [
+        sys.executable,
+        "-m",
+        "curate",
+        "eval",
+        str(data),
+        "--model",
+        "fake-model",
+        "--backend",
+        "fake",
+        "--grader",
+        "code",
+        "--grader-workers",
+        "2",
+        "--grader-timeout",
+        "120",
+        "--dry-run",
+        "--out",
+        str(tmp_path / "run"),
+    ]
     grading = subprocess.Popen(
-        [sys.executable, "-c", _KILLED_GRADER % marker], stdout=subprocess.PIPE, env=env
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
-    assert grading.stdout is not None and grading.stdout.readline().strip() == b"grading"
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     sandbox: set[int] = set()
-    while time.monotonic() < deadline and len(sandbox) < 8:  # 2 servers, their boxes
+    while time.monotonic() < deadline and len(sandbox) < 8:  # 2 servers and their boxes
         time.sleep(0.2)
         sandbox = _descendants(grading.pid)
     assert len(sandbox) >= 8, sandbox
@@ -422,11 +445,17 @@ def test_kill_9_mid_grade_leaves_no_sandbox_process_and_no_box_directory() -> No
     alive = sandbox
     while alive and time.monotonic() < deadline:
         time.sleep(0.1)
-        alive = {pid for pid in sandbox if Path(f"/proc/{pid}").exists()}
-        alive = {pid for pid in alive if "zombie" not in Path(f"/proc/{pid}/status").read_text()}
+        alive = {pid for pid in sandbox if _running(pid)}
     assert alive == set()
     assert not os.path.exists(f"/tmp/{marker}")
-    assert set(os.listdir("/tmp")) - before == set()
+    assert {name for name in set(os.listdir("/tmp")) - before if "curate" in name} == set()
+
+
+def _running(pid: int) -> bool:
+    try:
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
 
 
 def test_the_fallbacks_still_apply_limits_environment_deadline_and_the_judge(
