@@ -107,3 +107,9 @@ def test_the_seccomp_filter_is_well_formed_bpf() -> None:
     assert instructions[-1] == (0x06, 0, 0, 0x7FFF0000)  # allow what is not denied
     denied = {k for code, _, _, k in instructions if code == 0x15}
     assert {101, 165, 272, 308, 321} <= denied  # ptrace, mount, unshare, setns, bpf
+
+
+def test_a_program_cannot_raise_stop_iteration_into_the_judge_or_pick_its_modules() -> None:
+    assert "StopIteration" not in boxserver._SAFE_EXCEPTIONS
+    assert "ValueError" in boxserver._SAFE_EXCEPTIONS
+    assert "AssertionError" not in boxserver._SAFE_EXCEPTIONS

@@ -238,3 +238,20 @@ def test_the_start_lines_say_where_the_verdict_is_decided(grader: CodeGrader) ->
     assert "tests run in a judge box" in text and "never run the program and its tests" in text
     assert "stdin/stdout programs' output is compared by curate" in text
     assert "code sandbox:" in text and "seccomp" in text
+
+
+def test_tricks_aimed_at_the_judges_own_names_fail(grader: CodeGrader) -> None:
+    """A program may not end the tests' iteration early, swap a module the tests read,
+    or answer for a builtin the tests call."""
+    script = "assert all(map(lambda v: square(v) == v * v, [1, 2, 3]))\n"
+    stop = "def square(x):\n    raise StopIteration\n"
+    swap = "import types\nmath = types.ModuleType('os')\ndef square(x):\n    return 0\n"
+    math_test = ["assert math.isclose(square(2), 4)"]
+    builtin = "def len(x):\n    return 3\ndef square(x):\n    return None\n"
+    len_test = ["assert len(square(2)) == 3"]
+    results = grader.grade_batch(
+        [stop, swap, builtin, "import math\ndef square(x):\n    return x * x\n"],
+        [script, math_test, len_test, math_test],
+        [{}, {}, {}, {}],
+    )
+    assert [r.score for r in results] == [0.0, 0.0, 0.0, 1.0], results
