@@ -3,14 +3,20 @@ runner and the judge. Standard library only, run as a script (``python -I boxser
 FD``) by `curate.graders.sandbox`; it never imports curate (curate's files are not
 visible inside a box).
 
-Process tree for one test case (``split``: the tests run in a judge box, the program in
-its own box; ``stdio``: the program box alone, its stdout compared by curate)::
+Process tree for one test case (``split``: the tests run in a judge, the program in its
+own box; ``stdio``: the program box alone, its stdout compared by curate)::
 
-    curate --socketpair--> box server (root; own network and mount namespaces, made once)
-        |-- box (host side: joins the box's cgroup, unshares PID/mount/IPC, waits)
-        |     `-- init (pid 1 of the box: mounts /tmp and /proc, chroots, reaps)
-        |           `-- program (pid 2, its own uid, rlimits, seccomp)
-        `-- box (same) ... `-- judge (runs the tests; a proxy calls the program)
+    curate --socketpair--> box server (root, or root of a user namespace; its own network
+        |                  and mount namespaces and read-only root, made once)
+        |-- init: cloned into new PID, mount, IPC and UTS namespaces (pid 1 there); mounts
+        |   |     the box's empty /tmp and its /proc, chroots, reaps, reports the end
+        |   `-- program (pid 2): waits for its case, then takes its own uid, rlimits and
+        |       seccomp filter and runs the program (not pid 1, which ignores signals whose
+        |       action is the default: SIGXCPU or a SIGTERM would not stop it)
+        `-- judge: forked; chroots, waits, takes its own uid, rlimits and seccomp filter,
+            runs the tests (a proxy calls the program)
+
+All of it is started ahead: while one case runs, the server starts the next case's boxes.
 
 The program and the judge talk over one socketpair carrying JSON lines of plain data
 (`encode` / `decode`): the judge asks the program to call a function with arguments and
@@ -20,8 +26,8 @@ the program's box (nor the server's memory: the tests reach the judge through a 
 server passes on unread).
 
 Death: the server exits when curate's end of its socket closes (curate exited or was
-killed); each box dies with the server (PR_SET_PDEATHSIG), each init with its box, and
-when init (pid 1) dies the kernel kills every process of its PID namespace. The box's
+killed); each init and judge dies with the server (PR_SET_PDEATHSIG), and when an init
+(pid 1) dies the kernel kills every process of its PID namespace. The box's
 files live in a tmpfs of its own mount namespace, which disappears with its last process:
 nothing is written to the host's disk.
 """
