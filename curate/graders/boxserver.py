@@ -344,8 +344,27 @@ class Remote:
 
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
+        self.greeted = False
+
+    def greet(self) -> None:
+        """Read the program's first message (loaded or not), once: the judge loads its
+        tests meanwhile, and reads it before its first call or its verdict."""
+        if self.greeted:
+            return
+        self.greeted = True
+        try:
+            hello = self.channel.receive()
+        except (OSError, ValueError) as exc:
+            raise ProgramGone(f"the program broke the channel: {exc}") from None
+        if hello is None:
+            raise ProgramGone("the program ended before its tests ran")
+        if not hello.get("loaded"):
+            raise ProgramRaised(str(hello.get("error", ""))[:300])
+        if hello.get("tamper"):
+            raise Tampered(str(hello["tamper"]))
 
     def ask(self, request: dict[str, object]) -> dict[str, Any]:
+        self.greet()
         try:
             self.channel.send(request)
             reply = self.channel.receive()
@@ -427,23 +446,15 @@ def _run_code(code: str, namespace: dict[str, Any], label: str) -> None:
 
 def judge(spec: dict[str, Any], remote: Remote) -> dict[str, str]:
     """Run the tests of one case against the program behind `remote`; the verdict."""
+    exit_code: object = None
     try:
-        hello = remote.channel.receive()
-    except (OSError, ValueError) as exc:
-        return {"verdict": "crashed", "detail": f"the program broke the channel: {exc}"}
-    if hello is None:
-        return {"verdict": "gone", "detail": "the program ended before its tests ran"}
-    if not hello.get("loaded"):
-        return {"verdict": "crashed", "detail": str(hello.get("error", ""))[:300]}
-    if hello.get("tamper"):
-        return {"verdict": "tampered", "detail": f"tampering: {hello['tamper']}"}
-    try:
-        _judge(spec, remote)
-    except SystemExit as exc:  # the tests' own exit (unittest.main): 0 is a pass
-        code = exc.code
-        if code is None or code == 0:
-            return {"verdict": "passed", "detail": ""}
-        return {"verdict": "failed", "detail": f"the tests exited with {str(code)[:60]}"}
+        try:
+            _judge(spec, remote)
+        except SystemExit as exc:  # the tests' own exit (unittest.main): 0 is a pass
+            exit_code = exc.code
+        remote.greet()  # a program that never loaded fails even tests that never call it
+        if not (exit_code is None or exit_code == 0):
+            return {"verdict": "failed", "detail": f"the tests exited with {str(exit_code)[:60]}"}
     except AssertionError as exc:
         text = _exception_text(exc)
         program = exc.__dict__.get("_from_program")
