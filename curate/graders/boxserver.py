@@ -981,7 +981,9 @@ def _harness_line() -> bytes:
     return b"harness " + text.replace(b"\n", b" | ") + b"\n"
 
 
-def program_box(prep: dict[str, Any], uid: int | None, status_fd: int, ctl: int) -> None:
+def program_box(
+    prep: dict[str, Any], uid: int | None, status_fd: int, ctl: int, group: Cgroup | None
+) -> None:
     """A program box's pid 1 (just cloned by the server); never returns. Sets up the
     box, starts the worker, which waits for its case, then reaps until the worker ends
     and reports how it ended on `status_fd`."""
@@ -990,8 +992,8 @@ def program_box(prep: dict[str, Any], uid: int | None, status_fd: int, ctl: int)
         os.setsid()
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         _close_all_but({status_fd, ctl})
-        if not os.read(ctl, 16):  # the server has put us in our cgroup (or died)
-            os._exit(0)
+        if group is not None:
+            group.join(0)  # itself (a migration is slow: not on the server's time)
         fence = prep["fence"]
         if fence["mount"]:
             _box_mounts(prep["disk_mb"])
@@ -1019,7 +1021,9 @@ def program_box(prep: dict[str, Any], uid: int | None, status_fd: int, ctl: int)
     os._exit(code)
 
 
-def judge_box(prep: dict[str, Any], uid: int | None, ctl: int, server: int) -> None:
+def judge_box(
+    prep: dict[str, Any], uid: int | None, ctl: int, server: int, group: Cgroup | None
+) -> None:
     """A judge (just forked by the server): the read-only root, its own uid, no
     namespaces of its own (it runs the data set's tests, not the program); never
     returns."""
@@ -1029,8 +1033,8 @@ def judge_box(prep: dict[str, Any], uid: int | None, ctl: int, server: int) -> N
         if os.getppid() != server:
             os._exit(EXIT_HARNESS)
         _close_all_but({ctl})
-        if not os.read(ctl, 16):
-            os._exit(0)
+        if group is not None:
+            group.join(0)
         if prep["fence"]["mount"]:
             os.chroot(ROOT)
             os.chdir("/tmp")
@@ -1329,16 +1333,13 @@ class Server:
                 theirs.close()
                 raise
             if pid == 0:
-                program_box(prep, uid, status_w, theirs.fileno())
+                program_box(prep, uid, status_w, theirs.fileno(), group)
             os.close(status_w)
         else:
             pid = os.fork()
             if pid == 0:
-                judge_box(prep, uid, theirs.fileno(), self.pid)
+                judge_box(prep, uid, theirs.fileno(), self.pid, group)
         theirs.close()
-        if group is not None:
-            group.join(pid)
-        ours.send(b"j")
         return Box(role, slot, key, pid, ours, status_r, group)
 
     def _take(self, role: str, prep: dict[str, Any], key: str) -> Box:
