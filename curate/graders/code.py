@@ -23,6 +23,12 @@ among `TEST_FIELDS` when no ``--answer-field`` is given):
   (or ``Solution().<fn_name>``) is called with each input's arguments and its value
   compared with the output (also as ``[value]``, APPS's wrapping).
 
+Every layout but stdio is judged outside the program: the tests run in a judge box and
+call the program's functions in its own box over a channel of plain data
+(`curate.graders.boxserver`), so nothing the program does in its interpreter (exits,
+frames, trace hooks, objects with a rigged ``__eq__``) reaches the verdict. A value that
+is not plain data (an object, a function) cannot cross: the call fails.
+
 The program is the last fenced code block of the completion (after a ``<think>`` block
 is removed), else the whole completion. Score: 1 when every case passes (cases after the
 first failure are skipped), or with ``score=fraction`` (``--code-score fraction``) the
@@ -37,6 +43,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -83,13 +90,16 @@ _IMPORT = re.compile(r"^(?:from\s+\S+\s+import\s+.+|import\s+.+)$")
 
 @dataclass(frozen=True, slots=True)
 class Case:
-    """One test case: code run after the program (script-like layouts), or a stdin
-    and the stdout expected (stdio)."""
+    """One test case: test code the judge runs against the program (HumanEval's check,
+    an assert line, a script), a call's arguments and expected value (call-based), or a
+    stdin and the stdout expected (stdio)."""
 
     label: str
-    after: str = ""
+    tests: str = ""
     stdin: str = ""
     expected: str | None = None
+    args: tuple[Any, ...] = ()
+    returns: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,12 +190,12 @@ def read_tests(tests: object, row: Mapping[str, Any] | None) -> Suite:
             raise GradingError(f"entry_point {name!r} is not a function name")
         return Suite(
             "humaneval",
-            (Case(f"check({name})", after=f"\n{tests}\n\ncheck({name})\n"),),
+            (Case(f"check({name})", tests=tests),),
             entry_point=name,
             prompt=_prompt_text(row),
         )
     if isinstance(tests, list) and tests and all(isinstance(t, str) for t in tests):
-        cases = tuple(Case(one_line(t, 60), after=f"\n{t}\n") for t in tests if t.strip())
+        cases = tuple(Case(one_line(t, 60), tests=t) for t in tests if t.strip())
         if not cases:
             raise GradingError("the test list holds only empty strings")
         return Suite("asserts", cases, before=before)
@@ -204,7 +214,7 @@ def read_tests(tests: object, row: Mapping[str, Any] | None) -> Suite:
             ),
         )
     if isinstance(tests, str) and tests.strip():
-        return Suite("script", (Case("tests", after=f"\n{tests}\n"),), before=before)
+        return Suite("script", (Case("tests", tests=tests),), before=before)
     shown = type(tests).__name__
     raise GradingError(
         f"no tests this grader can run ({shown}); expected test + entry_point, a list of "
@@ -219,22 +229,13 @@ def _call_suite(spec: Mapping[str, Any]) -> Suite:
     inputs, outputs = spec.get("inputs"), spec.get("outputs")
     if not isinstance(inputs, list) or not isinstance(outputs, list) or len(inputs) != len(outputs):
         raise GradingError("input_output: 'inputs' and 'outputs' must be lists of one length")
-    cases = []
-    for i, (args, expected) in enumerate(zip(inputs, outputs, strict=True)):
-        call = (
-            f"\n_fn = Solution().{name} if 'Solution' in globals() and hasattr(Solution, "
-            f"{name!r}) else {name}\n"
-            f"_args = {(args if isinstance(args, list) else [args])!r}\n"
-            f"_want = {expected!r}\n"
-            "_norm = lambda v: [_norm(x) for x in v] if isinstance(v, (list, tuple)) else v\n"
-            "_got = _norm(_fn(*_args))\n"
-            "assert _got == _want or [_got] == _want, "
-            "f'expected {_want!r}, got {_got!r}'\n"
-        )
-        cases.append(Case(f"case {i + 1}", after=call))
+    cases = [
+        Case(f"case {i + 1}", args=tuple(args if isinstance(args, list) else [args]), returns=want)
+        for i, (args, want) in enumerate(zip(inputs, outputs, strict=True))
+    ]
     if not cases:
         raise GradingError("input_output: no cases")
-    return Suite("call", tuple(cases))
+    return Suite("call", tuple(cases), entry_point=name)
 
 
 # -- the program ------------------------------------------------------------------------------
@@ -253,11 +254,13 @@ def _defines(program: str, name: str) -> bool:
 
 
 def _imports(prompt: str) -> str:
-    return "\n".join(line for line in prompt.splitlines() if _IMPORT.match(line.strip()))
+    """The prompt's import lines, dedented: HumanEval/115 imports inside the function."""
+    lines = (line.strip() for line in prompt.splitlines())
+    return "\n".join(line for line in lines if _IMPORT.match(line))
 
 
 def build_program(program: str, suite: Suite) -> str:
-    """What runs before each case's own code: setup, the prompt when needed, the program."""
+    """The program as its box runs it: setup, the prompt when needed, the program."""
     head = suite.before
     if suite.layout == "humaneval" and suite.prompt:
         assert suite.entry_point is not None
@@ -306,11 +309,27 @@ def _verdict(case: Case, result: RunResult) -> CaseVerdict:
         )
     if result.status == "ok" and result.completed:
         return CaseVerdict(case.label, "passed")
-    if result.status == "ok":
-        return CaseVerdict(case.label, "failed", "the program exited before its tests finished")
-    if result.status == "assertion":
+    if result.status in ("ok", "assertion"):
+        return CaseVerdict(case.label, "failed", result.detail or "AssertionError")
+    if result.status == "tampered":
         return CaseVerdict(case.label, "failed", result.detail)
     return CaseVerdict(case.label, "crashed", result.detail)
+
+
+def judge_spec(suite: Suite, case: Case) -> dict[str, Any]:
+    """What the judge box gets for `case` (`curate.graders.boxserver.judge`): the tests,
+    never the program; the program's box never gets this."""
+    if suite.layout == "call":
+        return {
+            "layout": "call",
+            "fn_name": suite.entry_point,
+            "args": list(case.args),
+            "expected": case.returns,
+        }
+    spec: dict[str, Any] = {"layout": suite.layout, "tests": case.tests, "before": suite.before}
+    if suite.layout == "humaneval":
+        spec.update(entry_point=suite.entry_point, prompt=suite.prompt or "")
+    return spec
 
 
 def summarise(verdicts: Sequence[CaseVerdict]) -> str:
@@ -347,12 +366,10 @@ def grade_program(
             verdicts += [CaseVerdict(c.label, "skipped") for c in suite.cases[index:]]
             break
         if case.expected is not None:
-            result = run_program(
-                program, stdin=case.stdin, limits=limits, mode="stdio", protection=protection
-            )
+            result = run_program(program, stdin=case.stdin, limits=limits, protection=protection)
         else:
             result = run_program(
-                program + case.after, limits=limits, mode="script", protection=protection
+                program, judge=judge_spec(suite, case), limits=limits, protection=protection
             )
         verdicts.append(_verdict(case, result))
     passed = sum(v.verdict == "passed" for v in verdicts)
@@ -473,21 +490,30 @@ class CodeGrader:
         if unread:
             lines[0] += f"; {unread} unreadable"
         scoring = "share of cases passed" if self.score_mode == "fraction" else "1 if all pass"
-        lines.append(
-            f"code score: {scoring}; each case in its own process, {self.workers} at a time"
-        )
+        lines.append(f"code score: {scoring}; each case in its own boxes, {self.workers} at a time")
+        judged = sorted(layout for layout in layouts if layout != "stdio")
+        if judged:
+            lines.append(
+                "code verdict: tests run in a judge box, the program in its own; they share "
+                "plain data only (arguments and return values), so "
+                f"{', '.join(LAYOUT_NAMES[layout] for layout in judged)} never run the "
+                "program and its tests in one interpreter"
+            )
+        if "stdio" in layouts:
+            lines.append("code verdict: stdin/stdout programs' output is compared by curate")
         lines.append(f"code sandbox: {self.protection.summary}")
         lines.append(f"code limits per case: {self.limits.summary()}")
         return lines
 
     def close(self) -> None:
-        """Nothing stays running between batches."""
+        """Nothing to do: the warm box servers are shared by every code grader of this
+        process and stop when it exits (or is killed: they see their socket close)."""
 
     def __repr__(self) -> str:
         return f"CodeGrader({self.name!r}, score_mode={self.score_mode!r}, workers={self.workers})"
 
 
-_PARAMS = ("score", "memory_mb", "nproc", "fsize_mb")
+_PARAMS = ("score", "memory_mb", "nproc", "fsize_mb", "disk_mb", "python")
 
 
 def parse_code_spec(spec: str, argument: str | None) -> dict[str, str]:
@@ -506,7 +532,10 @@ def parse_code_spec(spec: str, argument: str | None) -> dict[str, str]:
         params[key] = value
     if params.get("score", "all") not in SCORE_MODES:
         raise UsageError(f"grader {spec!r}: score must be one of {', '.join(SCORE_MODES)}")
-    for key in ("memory_mb", "nproc", "fsize_mb"):
+    python = params.get("python")
+    if python is not None and not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        raise UsageError(f"grader {spec!r}: python={python} is not an executable file")
+    for key in ("memory_mb", "nproc", "fsize_mb", "disk_mb"):
         if key in params and not (params[key].isdigit() and int(params[key]) > 0):
             raise UsageError(f"grader {spec!r}: {key} must be a positive whole number")
     return params
@@ -522,6 +551,7 @@ def code_grader(spec: str, argument: str | None, options: GraderOptions) -> Code
         memory_mb=int(params.get("memory_mb", 1024)),
         nproc=int(params.get("nproc", 64)),
         fsize_mb=int(params.get("fsize_mb", 16)),
+        disk_mb=int(params.get("disk_mb", 64)),
     )
     if not math.isfinite(limits.wall_s):
         raise UsageError(f"grader {spec!r}: the timeout must be finite")
@@ -530,6 +560,7 @@ def code_grader(spec: str, argument: str | None, options: GraderOptions) -> Code
         limits=limits,
         score_mode=params.get("score", "all"),
         workers=options.workers or DEFAULT_WORKERS,
+        protection=protection_available(params.get("python", "")),
     )
 
 

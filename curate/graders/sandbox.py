@@ -1,166 +1,67 @@
-"""Run one untrusted Python program in its own process, fenced in: the code grader's
-sandbox.
+"""Run one untrusted program against its tests, fenced in: the code grader's sandbox,
+curate's side. The inside (the box server, the boxes, the judge, the program runner and
+the plain-data channel) is `curate.graders.boxserver`, a script started with the
+interpreter that runs the programs (curate's own unless the user names one).
 
-Each run gets a fresh interpreter (``python -I``: no PYTHONPATH, no user site, no
-current directory on ``sys.path``) started in its own session, with
+A warm server per concurrent run does the expensive set-up once (a network namespace with
+no interface up, a mount namespace whose root holds only read-only system and interpreter
+directories, a cgroup per role, the common modules imported); each test case is then two
+forks of it (`run_program`):
 
-* resource limits: RLIMIT_CPU (seconds of CPU), RLIMIT_AS (address space), RLIMIT_NPROC
-  (processes), RLIMIT_FSIZE (bytes a file may grow to, stdout included: it is a file),
-  RLIMIT_CORE = 0;
-* a wall-clock deadline, after which the whole process group is killed (SIGKILL);
-* an empty temporary working directory, removed afterwards with everything in it;
-* a minimal environment (PATH, LANG, HOME=the working directory): nothing of the
-  parent's, so no API key;
-* stdout and stderr written to files, of which at most `output_bytes` are read back;
-* where the machine allows it (probed once per process, `protection()`): a new network
-  namespace (only a loopback interface that is down: no connection leaves, not even to
-  127.0.0.1 of the host), a new PID namespace (the program cannot see or signal the
-  host's processes, and every process it starts dies with it, even one that calls
-  setsid), and, when curate runs as root, the program runs as the unprivileged user
-  ``nobody`` (so it cannot delete or read the host's files, and RLIMIT_NPROC, which
-  does not bind root, applies). Without root, a user namespace provides the network and
-  PID namespaces when the kernel allows unprivileged ones. Where none is available the
-  program runs with the limits, the environment and the deadline only, and
-  `Protection.summary` says so.
+* with a `judge` spec (every layout but stdin/stdout) the tests run in a judge box and the
+  program in its own box; the judge calls the program's functions over a socket carrying
+  plain data (JSON), compares in its own interpreter and writes the verdict on a pipe the
+  program never holds. The program cannot reach the verdict: not by exiting, not through
+  frames, trace hooks, objects with a rigged ``__eq__`` or names of the harness;
+* without (stdin/stdout), the program box alone; curate compares its stdout.
 
-The program cannot fake a pass by exiting early: the bootstrap writes a random token,
-read from a file the program cannot read, to a descriptor only after the program (and
-its tests) returned normally. This guards against accidents and casual reward hacks,
-not against a program written to inspect the bootstrap's own frames.
+Each box: its own PID namespace (its /proc, no view of the host's processes; everything in
+it dies with its pid 1), mount namespace (an empty size-limited tmpfs as /tmp, /var/tmp and
+/dev/shm: the disk quota; no data set, run directory, home or other box in view), IPC
+namespace, a uid of its own (a neighbour's fork hog cannot use up its processes), a
+cgroup (memory and processes counted for the whole program, children included), rlimits
+(CPU, address space, file size, processes, no core), a seccomp filter, no environment
+but PATH/LANG/HOME, and a wall clock. What the machine does not allow is probed once and
+named in `Protection.summary` (the ``code sandbox:`` start line); the rest still applies.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import json
 import math
 import os
-import secrets
-import select
-import shutil
 import signal
+import socket
 import subprocess
 import sys
-import tempfile
-import time
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-# Who runs the program when curate is root (the conventional unprivileged account).
-NOBODY = 65534
+BOXSERVER = Path(__file__).with_name("boxserver.py")
 
 # Status of one run, as the code grader reports it per test case.
-Status = Literal["ok", "error", "assertion", "timeout", "limit", "crashed", "harness"]
+Status = Literal["ok", "error", "assertion", "timeout", "limit", "crashed", "tampered", "harness"]
 
-# Exit codes the bootstrap uses to say why the program stopped (see _BOOTSTRAP).
+# Exit codes of a stdin/stdout program's runner (see boxserver.run_stdio).
 _EXIT_ASSERTION = 3
 _EXIT_MEMORY = 4
-_EXIT_EARLY = 5
 _EXIT_HARNESS = 97
-
-_CLONE_NEWUSER = 0x10000000
-_CLONE_NEWNET = 0x40000000
-_CLONE_NEWPID = 0x20000000
-
-# The program's process: sets up the fence, then runs the source read from argv's
-# config. Process tree with a PID namespace: this process (host pid) -> pid 1 of the new
-# namespace (a reaper that waits, then reports the status on fd 4) -> pid 2 (the
-# program). Pid 1 of a namespace ignores signals whose action is the default, so the
-# program must not be pid 1: RLIMIT_CPU's SIGXCPU would not stop it.
-_BOOTSTRAP = r"""
-import ctypes, json, os, resource, signal, sys, traceback
-def run(cfg):
-    with open(cfg["program"], encoding="utf-8", errors="replace") as f:
-        source = f.read()
-    token = b""
-    if cfg.get("token_file"):
-        with open(cfg["token_file"], "rb") as f:
-            token = f.read()
-        os.unlink(cfg["token_file"])
-    flags = cfg["unshare"]
-    if flags:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.unshare(flags) != 0:
-            os.write(2, b"sandbox: unshare failed: " + os.strerror(ctypes.get_errno()).encode())
-            os._exit(97)
-    def report(text):
-        try:
-            os.write(cfg["status_fd"], text.encode())
-        except OSError:
-            pass
-    if cfg["pidns"]:
-        # This process stays in the host's namespace; its child is pid 1 of the new one.
-        pid = os.fork()
-        if pid:
-            _, status = os.waitpid(pid, 0)
-            os._exit(os.waitstatus_to_exitcode(status) & 0xFF if os.WIFEXITED(status) else 98)
-        pid = os.fork()
-        if pid:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            while True:
-                done, status = os.waitpid(-1, 0)  # reap orphans too, until the program ends
-                if done == pid:
-                    break
-            if os.WIFSIGNALED(status):
-                report("signal %d\n" % os.WTERMSIG(status))
-                os._exit(98)
-            code = os.WEXITSTATUS(status)
-            report("exit %d\n" % code)
-            os._exit(code)
-    os.close(cfg["status_fd"])
-    os.chdir(cfg["workdir"])
-    mb = 1024 * 1024
-    for name, soft, hard in (
-        ("RLIMIT_CPU", cfg["cpu_s"], cfg["cpu_s"] + 1),
-        ("RLIMIT_AS", cfg["memory_mb"] * mb, cfg["memory_mb"] * mb),
-        ("RLIMIT_FSIZE", cfg["fsize_mb"] * mb, cfg["fsize_mb"] * mb),
-        ("RLIMIT_NPROC", cfg["nproc"], cfg["nproc"]),
-        ("RLIMIT_CORE", 0, 0),
-    ):
-        resource.setrlimit(getattr(resource, name), (soft, hard))
-    if cfg["uid"] is not None:
-        os.setgroups([])
-        os.setgid(cfg["uid"])
-        os.setuid(cfg["uid"])
-    del cfg["token_file"]
-    main = {"__name__": "__main__", "__builtins__": __builtins__}
-    sys.argv = ["main.py"]
-    code = 0
-    try:
-        exec(compile(source, "main.py", "exec"), main)
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        if code == 0 and cfg["mode"] == "script":
-            code = 5  # a test script that exits before its end did not run its tests
-    except AssertionError:
-        traceback.print_exc()
-        code = 3
-    except MemoryError:
-        traceback.print_exc(limit=3)
-        code = 4
-    except BaseException:
-        traceback.print_exc()
-        code = 1
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BaseException:
-        code = code or 1
-    if code == 0 and token:
-        try:
-            os.write(cfg["token_fd"], token)
-        except OSError:
-            pass
-    os._exit(code & 0xFF)
-run(json.loads(sys.argv[1]))
-"""
+# Directories every box sees, read-only (with the interpreter's prefixes).
+SYSTEM_DIRS = ("/usr", "/bin", "/lib", "/lib64", "/lib32", "/libx32", "/sbin")
+# Extra seconds the server gets beyond a case's wall clock to kill and reap.
+_GRACE_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """What one program may use. `cpu_s` defaults to the wall clock plus one second."""
+    """What one program may use. `cpu_s` defaults to the wall clock plus one second;
+    `disk_mb` is its /tmp, /var/tmp and /dev/shm together."""
 
     wall_s: float = 10.0
     memory_mb: int = 1024
@@ -168,6 +69,7 @@ class Limits:
     fsize_mb: int = 16
     output_bytes: int = 1 << 20
     cpu_s: int | None = None
+    disk_mb: int = 64
 
     def cpu_seconds(self) -> int:
         return self.cpu_s if self.cpu_s is not None else max(1, math.ceil(self.wall_s)) + 1
@@ -175,7 +77,7 @@ class Limits:
     def summary(self) -> str:
         return (
             f"{self.wall_s:g}s wall, {self.cpu_seconds()}s CPU, {self.memory_mb} MB memory, "
-            f"{self.nproc} processes, {self.fsize_mb} MB files"
+            f"{self.nproc} processes, {self.fsize_mb} MB files, {self.disk_mb} MB /tmp"
         )
 
 
@@ -185,16 +87,13 @@ class Protection:
 
     network: bool
     pid: bool
-    uid: int | None  # the unprivileged user the program runs as; None: curate's own
-    user_namespace: bool
+    mount: bool = False
+    uid: bool = False  # a uid of its own per box (needs root)
+    cgroup: int = 0  # 2 or 1: the cgroup version counting memory and processes; 0: none
+    seccomp: bool = False
+    user_namespace: bool = False  # the namespaces live in a user namespace (not root)
     reason: str = ""  # why a protection is missing, when one is
-    python: str = ""  # the interpreter that runs programs ("": this process's own)
-
-    @property
-    def unshare_flags(self) -> int:
-        flags = _CLONE_NEWNET if self.network else 0
-        flags |= _CLONE_NEWPID if self.pid else 0
-        return flags | (_CLONE_NEWUSER if self.user_namespace else 0)
+    python: str = ""  # the interpreter that runs programs ("": curate's own)
 
     @property
     def summary(self) -> str:
@@ -202,26 +101,42 @@ class Protection:
             "no network (own network namespace)"
             if self.network
             else "NETWORK NOT ISOLATED (no network namespace)",
-            "own PID namespace" if self.pid else "no PID namespace",
+            "own PID namespace and /proc" if self.pid else "no PID namespace",
+            "own mount namespace (read-only system, empty /tmp /var/tmp /dev/shm)"
+            if self.mount
+            else "NO MOUNT NAMESPACE (the program sees the host's files)",
+            "a uid of its own"
+            if self.uid
+            else "as curate's own user in a user namespace, no capabilities"
+            if self.user_namespace
+            else "as curate's own user",
+            f"cgroup v{self.cgroup} memory+pids"
+            if self.cgroup
+            else "no cgroup (per-process limits)",
+            "seccomp filter" if self.seccomp else "no seccomp",
+            f"python {self.python or sys.executable}",
         ]
-        if self.uid is not None:
-            parts.append(f"runs as uid {self.uid}")
-        elif self.user_namespace:
-            parts.append("in a user namespace, as curate's own user")
-        else:
-            parts.append("as curate's own user")
-        if self.python:
-            parts.append(f"python {self.python}")
         text = ", ".join(parts)
         return f"{text} ({self.reason})" if self.reason else text
 
+    def wire(self) -> dict[str, object]:
+        return {
+            "network": self.network,
+            "pid": self.pid,
+            "mount": self.mount,
+            "uid": self.uid,
+            "cgroup": self.cgroup,
+            "seccomp": self.seccomp,
+        }
 
-NO_PROTECTION = Protection(network=False, pid=False, uid=None, user_namespace=False)
+
+NO_PROTECTION = Protection(network=False, pid=False)
 
 
 @dataclass(frozen=True, slots=True)
 class RunResult:
-    """How one run ended. `completed`: the program returned normally (its token seen)."""
+    """How one run ended. `completed`: the judge saw every test pass (or, for a
+    stdin/stdout program, it ended normally)."""
 
     status: Status
     stdout: str
@@ -229,24 +144,167 @@ class RunResult:
     exit_code: int | None
     seconds: float
     completed: bool
-    detail: str = ""  # one line for the verdict (the last line of a traceback, a signal)
+    detail: str = ""  # one line for the verdict
 
 
 def python_executable() -> str:
-    return sys.executable or shutil.which("python3") or "python3"
+    return sys.executable or "python3"
 
 
-def minimal_env(workdir: str) -> dict[str, str]:
+def minimal_env() -> dict[str, str]:
     """The program's whole environment: never a key, never anything of the parent's."""
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "LANG": "C.UTF-8",
-        "HOME": workdir,
-        "TMPDIR": workdir,
+        "HOME": "/tmp",
+        "TMPDIR": "/tmp",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONHASHSEED": "0",
         "PYTHONIOENCODING": "utf-8",
     }
+
+
+# -- the warm servers ----------------------------------------------------------------------
+
+
+class BoxServer:
+    """One box server process (`curate.graders.boxserver`), serving one run at a time."""
+
+    def __init__(self, python: str) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.process = subprocess.Popen(
+                [python, "-I", str(BOXSERVER), str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=None if os.environ.get("CURATE_DEBUG") else subprocess.DEVNULL,
+                env=minimal_env(),
+                cwd="/",
+                start_new_session=True,  # Ctrl-C is curate's to handle
+                close_fds=True,
+            )
+        finally:
+            theirs.close()
+        self.socket = ours
+        self.features = self.request({"op": "setup", "roots": visible_dirs(python)}, [], 120.0)
+
+    def request(self, message: dict[str, Any], fds: list[int], timeout_s: float) -> dict[str, Any]:
+        self.socket.settimeout(timeout_s)
+        socket.send_fds(self.socket, [json.dumps(message).encode()], fds)
+        data = self.socket.recv(1 << 20)
+        if not data:
+            raise OSError("the sandbox server ended")
+        reply = json.loads(data)
+        if not isinstance(reply, dict):
+            raise OSError("the sandbox server sent no reply")
+        return reply
+
+    def close(self) -> None:
+        """Closing the socket ends the server, and with it every box."""
+        self.socket.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+
+class ServerPool:
+    """Idle warm servers for one interpreter; as many as runs have been concurrent."""
+
+    def __init__(self, python: str) -> None:
+        self.python = python
+        self.idle: list[BoxServer] = []
+        self.lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def server(self) -> Iterator[BoxServer]:
+        with self.lock:
+            server = self.idle.pop() if self.idle else None
+        if server is None:
+            server = BoxServer(self.python)
+        try:
+            yield server
+        except BaseException:
+            server.close()  # a server in an unknown state is not reused
+            raise
+        with self.lock:
+            self.idle.append(server)
+
+    def close(self) -> None:
+        with self.lock:
+            servers, self.idle = self.idle, []
+        for server in servers:
+            server.close()
+
+
+_POOLS: dict[str, ServerPool] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def server_pool(python: str = "") -> ServerPool:
+    executable = python or python_executable()
+    with _POOLS_LOCK:
+        if executable not in _POOLS:
+            _POOLS[executable] = ServerPool(executable)
+        return _POOLS[executable]
+
+
+@atexit.register
+def close_servers() -> None:
+    """Stop every warm server (and their boxes); they also stop if curate is killed."""
+    with _POOLS_LOCK:
+        pools = list(_POOLS.values())
+    for pool in pools:
+        pool.close()
+
+
+@functools.cache
+def visible_dirs(python: str) -> list[str]:
+    """What a box sees: the system directories and the interpreter's prefixes (its
+    standard library and, for a virtual environment, its packages), nothing nested twice."""
+    if os.path.realpath(python) == os.path.realpath(python_executable()):
+        prefixes = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+    else:
+        shown = subprocess.run(
+            [python, "-I", "-c", "import sys; print(sys.prefix); print(sys.base_prefix)"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        prefixes = shown.stdout.split()
+        prefixes.append(str(Path(os.path.realpath(python)).parent.parent))
+    dirs: list[str] = []
+    for path in [*SYSTEM_DIRS, *(os.path.abspath(p) for p in prefixes)]:
+        if not os.path.lexists(path) or path in dirs:
+            continue
+        if any(
+            path.startswith(other.rstrip("/") + "/") for other in dirs if not os.path.islink(other)
+        ):
+            continue
+        dirs = [d for d in dirs if not d.startswith(path.rstrip("/") + "/")]
+        dirs.append(path)
+    return dirs
+
+
+# -- one run ---------------------------------------------------------------------------------
+
+
+def _memfd(name: str, data: bytes = b"") -> int:
+    fd = os.memfd_create(f"curate-{name}")
+    if data:
+        os.write(fd, data)
+        os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _read_memfd(fd: int, limit: int) -> tuple[bytes, int]:
+    size = os.fstat(fd).st_size
+    os.lseek(fd, 0, os.SEEK_SET)
+    return os.read(fd, min(limit, size)) if size else b"", size
 
 
 def run_program(
@@ -254,192 +312,173 @@ def run_program(
     *,
     stdin: str = "",
     limits: Limits = Limits(),
-    mode: Literal["script", "stdio"] = "script",
+    judge: dict[str, Any] | None = None,
     protection: Protection | None = None,
 ) -> RunResult:
-    """Run `source` as ``__main__`` in the sandbox; never raises for what the program
-    does (a harness failure is status ``harness``).
-
-    `mode` ``script``: the program is code plus its tests, and an early ``sys.exit(0)``
-    counts as not finishing. ``stdio``: a solution reading stdin, for which exiting with
-    0 is a normal end.
-    """
+    """Run `source` in a box; with `judge` (a spec of the tests, see
+    `boxserver.judge`) the tests run in a judge box of their own and decide. Never raises
+    for what the program does (a harness failure is status ``harness``)."""
     fence = protection if protection is not None else protection_available()
-    box = tempfile.mkdtemp(prefix="curate-code-")
-    started = time.monotonic()
-    try:
-        return _run_in(box, source, stdin, limits, mode, fence, started)
-    except OSError as exc:
-        return RunResult(
-            "harness", "", "", None, time.monotonic() - started, False, f"sandbox: {exc}"
-        )
-    finally:
-        shutil.rmtree(box, ignore_errors=True)
-
-
-def _run_in(
-    box: str,
-    source: str,
-    stdin: str,
-    limits: Limits,
-    mode: str,
-    fence: Protection,
-    started: float,
-) -> RunResult:
-    workdir = os.path.join(box, "work")
-    os.mkdir(workdir, 0o700)
-    if fence.uid is not None:
-        os.chown(workdir, fence.uid, fence.uid)
-    program = os.path.join(box, "main.py")
-    Path(program).write_text(source, encoding="utf-8")
-    token = secrets.token_hex(16).encode()
-    token_file = os.path.join(box, "token")
-    with open(os.open(token_file, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as token_out:
-        token_out.write(token)
-    Path(box, "stdin").write_text(stdin, encoding="utf-8")
-    files = {
-        name: open(os.path.join(box, name), "w+b" if name != "stdin" else "rb")  # noqa: SIM115
-        for name in ("stdin", "stdout", "stderr", "token_out", "status")
-    }
-    config = {
-        "program": program,
-        "token_file": token_file,
-        "workdir": workdir,
-        "unshare": fence.unshare_flags,
-        "pidns": fence.pid,
-        "uid": fence.uid,
+    message = {
+        "op": "run",
+        "kind": "split" if judge is not None else "stdio",
+        "fence": fence.wire(),
+        "wall_s": limits.wall_s,
         "cpu_s": limits.cpu_seconds(),
         "memory_mb": limits.memory_mb,
-        "fsize_mb": limits.fsize_mb,
         "nproc": limits.nproc,
-        "mode": mode,
-        "token_fd": files["token_out"].fileno(),
-        "status_fd": files["status"].fileno(),
+        "fsize_mb": limits.fsize_mb,
+        "disk_mb": limits.disk_mb,
+        "env": minimal_env(),
     }
-    killed = False
+    fds = [
+        _memfd("program", source.encode("utf-8", "surrogatepass")),
+        _memfd("stdin", stdin.encode("utf-8", "surrogatepass")),
+        _memfd("stdout"),
+        _memfd("stderr"),
+    ]
+    if judge is not None:
+        fds += [_memfd("tests", json.dumps(judge).encode()), _memfd("judge-stderr")]
     try:
-        process = subprocess.Popen(
-            [fence.python or python_executable(), "-I", "-c", _BOOTSTRAP, json.dumps(config)],
-            stdin=files["stdin"],
-            stdout=files["stdout"],
-            stderr=files["stderr"],
-            pass_fds=(files["token_out"].fileno(), files["status"].fileno()),
-            cwd=workdir,
-            env=minimal_env(workdir),
-            start_new_session=True,
-            close_fds=True,
-        )
         try:
-            killed = not _wait(process, limits.wall_s)
-        finally:
-            _kill_group(process.pid)
-            process.wait()
-        seconds = time.monotonic() - started
-        outputs = {name: _read(files[name], limits.output_bytes) for name in files}
+            with server_pool(fence.python).server() as server:
+                reply = server.request(message, fds, limits.wall_s + _GRACE_S)
+        except (OSError, ValueError) as exc:
+            return RunResult("harness", "", "", None, 0.0, False, f"sandbox: {exc}")
+        stdout, _ = _read_memfd(fds[2], limits.output_bytes)
+        stderr, stderr_size = _read_memfd(fds[3], limits.output_bytes)
+        judge_err = _read_memfd(fds[5], 4000)[0] if judge is not None else b""
     finally:
-        for handle in files.values():
-            handle.close()
-    return _classify(process.returncode, outputs, token, killed, seconds, fence, limits)
+        for fd in fds:
+            os.close(fd)
+    return classify(reply, stdout, stderr, stderr_size, judge_err, limits)
 
 
-def _wait(process: subprocess.Popen[bytes], timeout_s: float) -> bool:
-    """Wait for `process` to end within `timeout_s`; False if it did not.
-
-    A pidfd wakes up the moment the process ends; `Popen.wait(timeout)` polls with
-    sleeps of up to 50 ms, a large share of a trivial program's time."""
-    pidfd_open = getattr(os, "pidfd_open", None)
-    if pidfd_open is not None:
-        try:
-            pidfd = pidfd_open(process.pid)
-        except OSError:
-            pidfd = None
-        if pidfd is not None:
-            try:
-                ready, _, _ = select.select([pidfd], [], [], timeout_s)
-            finally:
-                os.close(pidfd)
-            return bool(ready)
-    try:
-        process.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return False
-    return True
+def _status(line: str) -> tuple[str, int | None]:
+    word, _, rest = str(line).partition(" ")
+    number = int(rest) if rest.strip().isdigit() else None
+    return word, number
 
 
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
-def _read(handle: object, limit: int) -> bytes:
-    handle.seek(0)  # type: ignore[attr-defined]
-    return handle.read(limit)  # type: ignore[attr-defined,no-any-return]
+def _short(text: str, limit: int = 200) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else ""
+    return _short(lines[-1]) if lines else ""
 
 
-def _classify(
-    returncode: int,
-    outputs: dict[str, bytes],
-    token: bytes,
-    killed: bool,
-    seconds: float,
-    fence: Protection,
+def classify(
+    reply: dict[str, Any],
+    stdout_bytes: bytes,
+    stderr_bytes: bytes,
+    stderr_size: int,
+    judge_err: bytes,
     limits: Limits,
 ) -> RunResult:
-    stdout = outputs["stdout"].decode("utf-8", errors="replace")
-    stderr = outputs["stderr"].decode("utf-8", errors="replace")
-    completed = outputs["token_out"] == token
-    status_line = outputs["status"].decode("ascii", errors="replace").strip()
-    signal_number: int | None = None
-    exit_code: int | None = returncode
-    if fence.pid:
-        # The reaper's report: the program's own end, not the bootstrap's.
-        word, _, number = status_line.partition(" ")
-        if word == "signal" and number.isdigit():
-            signal_number, exit_code = int(number), None
-        elif word == "exit" and number.isdigit():
-            exit_code = int(number)
-        elif returncode == _EXIT_HARNESS:
-            exit_code = _EXIT_HARNESS
-        elif not killed:
-            signal_number, exit_code = (-returncode if returncode < 0 else None), None
-    elif returncode < 0:
-        signal_number, exit_code = -returncode, None
+    """The server's reply as a `RunResult` (one rule for every layout)."""
+    stdout = stdout_bytes.decode("utf-8", errors="replace")
+    stderr = stderr_bytes.decode("utf-8", errors="replace")
+    seconds = float(reply.get("seconds", 0.0))
+    word, number = _status(reply.get("program", ""))
+    exit_code = number if word == "exit" else None
 
-    def result(status: Status, detail: str) -> RunResult:
+    def result(status: Status, detail: str, completed: bool = False) -> RunResult:
         return RunResult(status, stdout, stderr, exit_code, seconds, completed, detail)
 
-    if killed:
+    if "error" in reply:
+        return result("harness", f"sandbox: {reply['error']}")
+    if word == "harness":
+        return result("harness", _short(reply.get("program", "")))
+    verdict = reply.get("verdict")
+    split = "judge" in reply
+    if split and isinstance(verdict, dict) and verdict.get("verdict") == "passed":
+        return result("ok", "", True)
+    if reply.get("program_oom"):
+        return result("limit", f"memory limit {limits.memory_mb} MB (the program and its children)")
+    if reply.get("timed_out"):
         return result("timeout", f"wall-clock deadline {limits.wall_s:g}s")
-    if exit_code == _EXIT_HARNESS:
-        return result("harness", _last_line(stderr) or "the sandbox could not start")
-    if signal_number is not None:
-        name = _signal_name(signal_number)
-        if signal_number == signal.SIGXCPU or (
-            signal_number == signal.SIGKILL and seconds >= limits.cpu_seconds()
-        ):
+    if word == "signal" and number is not None:
+        name = _signal_name(number)
+        if number == signal.SIGXCPU:
             return result("timeout", f"CPU limit {limits.cpu_seconds()}s ({name})")
-        if signal_number == signal.SIGXFSZ:
+        if number == signal.SIGXFSZ:
             return result("limit", f"file size limit {limits.fsize_mb} MB ({name})")
-        return result("crashed", f"killed by {name}")
+    if stderr_size >= limits.fsize_mb * 1024 * 1024:
+        return result("limit", f"stderr flood ({stderr_size // 1024} KB before the limit)")
+    if split:
+        return _judged(verdict, word, number, reply, judge_err, result, limits)
+    if word == "signal" and number is not None:
+        return result("crashed", f"killed by {_signal_name(number)}")
     if exit_code == 0:
-        return result("ok", "")
-    if exit_code == _EXIT_EARLY:
-        return result("ok", "sys.exit(0) before the end of the tests")
+        return result("ok", "", True)
     if exit_code == _EXIT_ASSERTION:
         return result("assertion", _last_line(stderr) or "AssertionError")
     if exit_code == _EXIT_MEMORY:
         return result("limit", f"memory limit {limits.memory_mb} MB (MemoryError)")
-    detail = _last_line(stderr) or f"exit code {exit_code}"
-    if "File too large" in detail or "EFBIG" in detail:
-        return result("limit", f"file size limit {limits.fsize_mb} MB")
-    if "BlockingIOError" in detail or "Resource temporarily unavailable" in detail:
-        return result("limit", f"process limit {limits.nproc}: {detail}")
-    return result("error", detail)
+    if exit_code == _EXIT_HARNESS:
+        return result("harness", _last_line(stderr) or "the sandbox could not start")
+    last = _last_line(stderr)
+    limited = _limit_detail(last, reply, limits)
+    if limited:
+        return result("limit", limited)
+    return result("error", last or f"exit code {exit_code}")
+
+
+def _judged(
+    verdict: Any,
+    word: str,
+    number: int | None,
+    reply: dict[str, Any],
+    judge_err: bytes,
+    result: Any,
+    limits: Limits,
+) -> RunResult:
+    if not isinstance(verdict, dict):
+        judge_status = reply.get("judge", "")
+        text = _last_line(judge_err.decode("utf-8", "replace")) or judge_status
+        if reply.get("judge_oom"):
+            text = f"the judge ran out of memory ({limits.memory_mb} MB)"
+        return result("harness", f"the judge gave no verdict: {text}")  # type: ignore[no-any-return]
+    kind = str(verdict.get("verdict"))
+    detail = _short(str(verdict.get("detail", "")))
+    if kind == "failed":
+        return result("assertion", detail or "AssertionError")  # type: ignore[no-any-return]
+    if kind == "tampered":
+        return result("tampered", detail)  # type: ignore[no-any-return]
+    if kind == "harness":
+        return result("harness", detail)  # type: ignore[no-any-return]
+    limited = _limit_detail(detail, reply, limits)
+    if limited:
+        return result("limit", limited)  # type: ignore[no-any-return]
+    if kind == "gone" and word == "exit" and number == 0:
+        return result("assertion", "the program exited before its tests finished")  # type: ignore[no-any-return]
+    if kind == "gone" and word == "signal" and number is not None:
+        detail = f"{detail} (killed by {_signal_name(number)})"
+    elif kind == "gone" and word == "exit" and number is not None:
+        detail = f"{detail} (exit code {number})"
+    return result("crashed", detail)  # type: ignore[no-any-return]
+
+
+def _limit_detail(detail: str, reply: dict[str, Any], limits: Limits) -> str:
+    """The limit a failure's last line (or the cgroup's counters) points to, or ""."""
+    if reply.get("program_fork_limit") or any(
+        sign in detail
+        for sign in (
+            "BlockingIOError",
+            "Resource temporarily unavailable",
+            "can't start new thread",
+        )
+    ):
+        return f"process limit {limits.nproc}" + (f": {detail}" if detail else "")
+    if "MemoryError" in detail:
+        return f"memory limit {limits.memory_mb} MB (MemoryError)"
+    if "File too large" in detail or "No space left on device" in detail:
+        sizes = f"{limits.fsize_mb} MB a file, {limits.disk_mb} MB /tmp"
+        return f"file size or disk limit ({sizes}): {detail}"
+    return ""
 
 
 def _signal_name(number: int) -> str:
@@ -452,8 +491,7 @@ def _signal_name(number: int) -> str:
 # -- what this machine allows ------------------------------------------------------------
 
 
-# Modules solutions commonly import: the interpreter must be readable by the program's
-# user (a Python under /root is not, for `nobody`). Then the network must be cut.
+# Modules solutions commonly import must load; then the network must be cut.
 _PROBE = (
     "import collections, fractions, functools, heapq, itertools, json, math, re, socket\n"
     "import typing\n"
@@ -461,36 +499,48 @@ _PROBE = (
     "s.settimeout(1)\n"
     "print(s.connect_ex(('127.0.0.1', 9)))\n"
 )
-SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+def without(fence: Protection, name: str) -> Protection:
+    """`fence` with the protection `name` turned off."""
+    off: dict[str, Any] = {name: 0 if name == "cgroup" else False}
+    return replace(fence, **off)
 
 
 @functools.cache
-def protection_available() -> Protection:
-    """The strongest fence that works here, tried once per process: as root, network
-    and PID namespaces and the uid `nobody` (with this interpreter, else the system's
-    ``/usr/bin/python3`` when this one is not readable by `nobody`); otherwise the same
-    namespaces inside a user namespace; else none (with the reasons)."""
-    candidates: list[Protection] = []
-    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
-    if is_root:
-        pythons = [""]
-        if os.path.exists(SYSTEM_PYTHON) and os.path.realpath(SYSTEM_PYTHON) != os.path.realpath(
-            python_executable()
-        ):
-            pythons.append(SYSTEM_PYTHON)
-        for python in pythons:
-            candidates.append(Protection(True, True, NOBODY, False, python=python))
-    candidates.append(Protection(True, True, None, True))
-    reasons: list[str] = []
+def protection_available(python: str = "") -> Protection:
+    """The strongest fence that works here, found once per process and interpreter: the
+    server's set-up says what the kernel gave it; a probe program then runs under it,
+    and each protection that makes it fail is dropped (with the reason)."""
+    try:
+        with server_pool(python).server() as server:
+            features = server.features
+    except (OSError, ValueError) as exc:
+        return replace(NO_PROTECTION, python=python, reason=f"the sandbox server fails: {exc}")
+    reasons = [f"{name}: {why}" for name, why in dict(features.get("reasons", {})).items()]
+    fence = Protection(
+        network=bool(features.get("network")),
+        pid=bool(features.get("pid")),
+        mount=bool(features.get("mount")),
+        uid=bool(features.get("uid")),
+        cgroup=int(features.get("cgroup", 0)),
+        seccomp=bool(features.get("seccomp")),
+        user_namespace=bool(features.get("user_namespace")),
+        python=python,
+    )
+    order = ("seccomp", "cgroup", "uid", "mount", "pid")
     limits = Limits(wall_s=20.0)
-    for candidate in candidates:
-        outcome = run_program(_PROBE, limits=limits, protection=candidate)
-        who = f"uid {candidate.uid}" if candidate.uid is not None else "a user namespace"
-        python = candidate.python or "curate's python"
+    while True:
+        outcome = run_program(_PROBE, limits=limits, protection=fence)
         if outcome.status == "ok" and outcome.completed:
-            if candidate.network and outcome.stdout.strip() == "0":
-                reasons.append(f"{who}: a network namespace did not cut the network")
-                continue
-            return replace(candidate, reason="; ".join(reasons))
-        reasons.append(f"{python} fails as {who}: {outcome.detail or outcome.status}")
-    return replace(NO_PROTECTION, reason="; ".join(reasons) or "not available")
+            if fence.network and outcome.stdout.strip() == "0":
+                reasons.append("a network namespace did not cut the network")
+                fence = replace(fence, network=False)
+            return replace(fence, reason="; ".join(reasons))
+        active = [name for name in order if getattr(fence, name)]
+        if not active:
+            reasons.append(f"the probe fails: {outcome.detail or outcome.status}")
+            return replace(fence, reason="; ".join(reasons))
+        dropped = active[0]
+        reasons.append(f"{dropped}: the probe fails with it ({outcome.detail or outcome.status})")
+        fence = without(fence, dropped)

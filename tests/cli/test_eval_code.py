@@ -44,7 +44,9 @@ def test_a_humaneval_layout_file_is_graded_by_running_the_programs(tmp_path: Pat
     assert manifest["answer_field"] == "test"
     assert manifest["reference_check"]["bad"] == 0
     notes = manifest["grader_notes"]
-    assert notes[0].startswith("code tests: HumanEval") and notes[2].startswith("code sandbox: ")
+    assert notes[0].startswith("code tests: HumanEval")
+    assert notes[2].startswith("code verdict: tests run in a judge box")
+    assert notes[3].startswith("code sandbox: ")
 
 
 def test_dry_run_start_lines_say_which_layout_and_which_sandbox(

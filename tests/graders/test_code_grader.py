@@ -177,3 +177,81 @@ def test_specs_and_score_modes() -> None:
             code_grader(bad, bad.partition(":")[2], GraderOptions())
     assert with_score_mode("code", "fraction") == "code:score=fraction"
     assert with_score_mode("code:score=fraction,nproc=8", "all") == "code:nproc=8"
+
+
+def test_imports_inside_the_prompts_function_are_dedented_for_a_whole_function(
+    grader: CodeGrader,
+) -> None:
+    """HumanEval/115's shape: `import math` inside the function of the prompt."""
+    row = {
+        "prompt": 'def max_fill(grid, capacity):\n    import math\n    """Docs."""\n',
+        "test": "def check(candidate):\n    assert candidate([[1, 1]], 1) == 2\n",
+        "entry_point": "max_fill",
+    }
+    whole = (
+        "def max_fill(grid, capacity):\n"
+        "    return sum(math.ceil(sum(r) / capacity) for r in grid)\n"
+    )
+    suite = read_tests(row["test"], row)
+    assert build_program(whole, suite).startswith("import math\n")
+    [result] = grader.grade_batch([f"```python\n{whole}```"], [row["test"]], [row])
+    assert result.score == 1.0, result
+
+
+def test_a_unittest_script_passes_a_correct_program_and_fails_a_wrong_one(
+    grader: CodeGrader,
+) -> None:
+    script = (
+        "import unittest\n\nclass T(unittest.TestCase):\n    def test_square(self):\n"
+        "        self.assertEqual(square(3), 9)\n\nunittest.main()\n"
+    )
+    good, bad = "def square(x):\n    return x * x\n", "def square(x):\n    return x + x\n"
+    results = grader.grade_batch([good, bad], [script, script], [{}, {}])
+    assert [r.score for r in results] == [1.0, 0.0], results
+    assert "the tests exited with" in results[1].extracted
+
+
+def test_the_interpreter_can_be_named_and_must_exist() -> None:
+    import os
+    import sys
+
+    named = os.path.realpath(sys.executable)  # another path to the same interpreter
+    made = get_grader(f"code:python={named}", timeout_s=10.0, workers=1)
+    assert isinstance(made, CodeGrader) and made.protection.python == named
+    [result] = made.grade_batch(
+        ["def twice(x):\n    return 2 * x\n"],
+        [{"fn_name": "twice", "inputs": [[2]], "outputs": [4]}],
+        [{}],
+    )
+    assert result.score == 1.0, result
+    with pytest.raises(UsageError, match="not an executable file"):
+        code_grader(
+            "code:python=/nonexistent/python", "python=/nonexistent/python", GraderOptions()
+        )
+
+
+def test_the_start_lines_say_where_the_verdict_is_decided(grader: CodeGrader) -> None:
+    notes = grader.preflight_notes(
+        {"h": HUMANEVAL_ROW["test"], "s": STDIO_TESTS}, {"h": HUMANEVAL_ROW, "s": {}}
+    )
+    text = "\n".join(notes)
+    assert "tests run in a judge box" in text and "never run the program and its tests" in text
+    assert "stdin/stdout programs' output is compared by curate" in text
+    assert "code sandbox:" in text and "seccomp" in text
+
+
+def test_tricks_aimed_at_the_judges_own_names_fail(grader: CodeGrader) -> None:
+    """A program may not end the tests' iteration early, swap a module the tests read,
+    or answer for a builtin the tests call."""
+    script = "assert all(map(lambda v: square(v) == v * v, [1, 2, 3]))\n"
+    stop = "def square(x):\n    raise StopIteration\n"
+    swap = "import types\nmath = types.ModuleType('os')\ndef square(x):\n    return 0\n"
+    math_test = ["assert math.isclose(square(2), 4)"]
+    builtin = "def len(x):\n    return 3\ndef square(x):\n    return None\n"
+    len_test = ["assert len(square(2)) == 3"]
+    results = grader.grade_batch(
+        [stop, swap, builtin, "import math\ndef square(x):\n    return x * x\n"],
+        [script, math_test, len_test, math_test],
+        [{}, {}, {}, {}],
+    )
+    assert [r.score for r in results] == [0.0, 0.0, 0.0, 1.0], results

