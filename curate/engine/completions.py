@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from curate.core.settled import SETTLED_COLUMN
 from curate.errors import InputError, UsageError
 from curate.store.run_dir import RolloutStore
 
@@ -232,6 +233,11 @@ def grade_completions(
             .then(pl.lit(MISSING))
             .otherwise(pl.lit(None, dtype=pl.String))
             .alias("error"),
+            # A completion the file does not hold will not appear on a re-run: settled.
+            pl.when(pl.col("completion").is_null())
+            .then(pl.lit(True))
+            .otherwise(pl.lit(None, dtype=pl.Boolean))
+            .alias(SETTLED_COLUMN),
         )
         counts = rollouts.group_by("sample_id").len()
         have = set(counts["sample_id"].to_list())
@@ -283,6 +289,7 @@ def grade_completions(
             answer_field=pf.fields.answer_field,
             id_field=pf.fields.id_field,
             template=opts.template,
+            layout=pf.fields.layout,
             system=opts.system,
             limit=opts.limit,
             reference_extract=pf.extraction_record(),

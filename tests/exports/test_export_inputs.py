@@ -339,7 +339,7 @@ def verl_stdio_score(
     assert data_source == "codecontests"
     tests = json.loads(ground_truth)
     for stdin, expected in zip(tests["inputs"], tests["outputs"], strict=True):
-        result = run_program(solution_str, stdin=stdin, mode="stdio")
+        result = run_program(solution_str, stdin=stdin)
         if result.status != "ok" or result.stdout.split() != expected.split():
             return 0.0
     return 1.0
