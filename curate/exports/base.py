@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import polars as pl
 
 # Per-sample statistics the trainer formats carry (the generic formats carry all of
-# `curate.filtering.STAT_COLUMNS`). Names and meanings as in `curate report`.
+# `curate.stats.columns.STAT_COLUMNS`). Names and meanings as in `curate report`.
 TRAINER_STATS: tuple[str, ...] = ("pass_rate", "smoothed_pass_rate", "variance", "n_rollouts")
 DEFAULT_WEIGHT_COLUMN = "weight"
 DEFAULT_DATA_SOURCE = "curate"

@@ -20,7 +20,7 @@ from curate.exports.base import (
 )
 from curate.exports.columns import Role
 from curate.exports.kind import DEFAULT_ABILITY, Kind, ability_for, task_kind
-from curate.filtering import STAT_COLUMNS
+from curate.stats.columns import STAT_COLUMNS
 
 if TYPE_CHECKING:
     import polars as pl

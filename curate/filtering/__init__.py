@@ -4,7 +4,6 @@ frames, `filter_run` for a run or score table (what `curate filter` calls)."""
 from curate.filtering.run import FilterResult, filter_run, rejects_path
 from curate.filtering.select import (
     KEEP_CHOICES,
-    STAT_COLUMNS,
     FilterSpec,
     attach_fields,
     decide,
@@ -14,7 +13,6 @@ from curate.filtering.select import (
 
 __all__ = [
     "KEEP_CHOICES",
-    "STAT_COLUMNS",
     "FilterResult",
     "FilterSpec",
     "attach_fields",

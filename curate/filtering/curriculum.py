@@ -3,7 +3,7 @@
 Most GRPO trainers read no weight column: a sample's weight can only reach them as how
 often the sample appears. `expand_by_frequency` repeats each kept sample a number of
 times proportional to its weight (largest-remainder apportionment of the total,
-`curate.allocation.apportion`), so that an epoch over the export weights samples as the
+`curate.stats.apportion`), so that an epoch over the export weights samples as the
 weights say. Curriculum trainers read a difficulty instead: `difficulty_expr` labels
 each sample easy, medium or hard from its pass rate.
 """
@@ -83,7 +83,7 @@ def expand_by_frequency(
     import numpy as np
     import polars as pl
 
-    from curate.allocation.apportion import apportion
+    from curate.stats.apportion import apportion
 
     if total is not None and total < 1:
         raise UsageError("--total must be at least 1")

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from curate.core.outcome import CATEGORIES
 from curate.errors import InputError, UsageError
+from curate.stats.columns import STAT_COLUMNS
 from curate.stats.compare import SETS, TRANSITIONS, transition_name
 
 if TYPE_CHECKING:
@@ -31,15 +32,6 @@ COMPARE_CHOICES: tuple[str, ...] = (
 # is not in the --against run), beside one boolean column per named set.
 TRANSITION = "transition"
 NOT_IN_AGAINST = "not scored in the --against run"
-# Statistics carried into every export beside the original fields.
-STAT_COLUMNS = (
-    "n_rollouts",
-    "pass_rate",
-    "mean_score",
-    "variance",
-    "smoothed_pass_rate",
-    "category",
-)
 
 
 # --suspects (issue 11): what to do with suspect labels (curate.stats.suspects).
