@@ -302,11 +302,11 @@ def filter_samples(
         runs/x/train/ (for datasets.load_from_disk) and runs/x/train.parquet
     The rejects go beside OUT: train.rejects.jsonl (.parquet for a .parquet OUT).
     """
-    from curate.filtering import filter_run
+    from curate.filtering import FilterRequest, filter_run
 
     # Relabelling wants every suspect, whatever its category, unless --keep says otherwise.
     only_suspects = suspects.strip().lower() == "only"
-    result = filter_run(
+    request = FilterRequest(
         run,
         output,
         keep=keep or (["all"] if only_suspects else ["high-variance"]),
@@ -339,6 +339,7 @@ def filter_samples(
         difficulty_cuts=difficulty_cuts,
         difficulty_column=difficulty_column,
     )
+    result = filter_run(request)
     where = " and ".join(str(p) for p in result.paths)
     label = "" if result.format in ("jsonl", "parquet") else f" ({result.format})"
     print(f"kept {result.kept} of {result.total} samples -> {where}{label}")

@@ -129,10 +129,10 @@ def ingest(
     ] = False,
 ) -> None:
     """Turn a trainer's rollout files into run directories, one per step."""
-    from curate.engine.preflight import parse_score_range
-    from curate.graders.base import ScoreRange
     from curate.engine.ingest import ingest as run_ingest
     from curate.engine.ingest import parse_steps
+    from curate.engine.preflight import parse_score_range
+    from curate.graders.base import ScoreRange
 
     result = run_ingest(
         source,
