@@ -16,16 +16,15 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
+
+import polars as pl
 
 from curate.core.prompts import Message, Mode
 from curate.errors import UsageError
 from curate.exports.columns import Carried, Role, carry, renamed_note
 from curate.exports.kind import DEFAULT_ABILITY, Kind
 from curate.store.atomic import atomic_path
-
-if TYPE_CHECKING:
-    import polars as pl
 
 # Per-sample statistics the trainer formats carry (the generic formats carry all of
 # `curate.stats.columns.STAT_COLUMNS`). Names and meanings as in `curate report`.
@@ -115,8 +114,6 @@ class ExportBatch:
     def extra_kinds(self) -> dict[str, str]:
         """Extra column -> "int", "float", "bool" or "string": the type each is written as
         (integers as int64, other numbers as float64, so one schema fits every export)."""
-        import polars as pl
-
         kinds = {}
         for col in self.extra_columns():
             dtype = self.rows.schema[col]
