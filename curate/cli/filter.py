@@ -11,6 +11,9 @@ import typer
 
 from curate.cli.errors import handle_errors
 from curate.cli.options import GroupSizeOpt, RunArg, ThresholdOpt
+from curate.stats.columns import DIFFICULTY_COLUMN, WEIGHT_COLUMN
+from curate.stats.compare import DEFAULT_ALPHA
+from curate.stats.weights import DEFAULT_DELTA
 
 # Panels keep each table's option and metavar columns narrow enough for 80 columns.
 SELECT = "Which samples"
@@ -87,7 +90,7 @@ def filter_samples(
             help="With --against: significance level for learned and forgotten.",
             rich_help_panel=SELECT,
         ),
-    ] = 0.05,
+    ] = DEFAULT_ALPHA,
     suspects: Annotated[
         str,
         typer.Option(
@@ -136,7 +139,7 @@ def filter_samples(
             help="Objective weights: clip the smoothed pass rate to DELTA..1-DELTA.",
             rich_help_panel=COLUMNS,
         ),
-    ] = 0.05,
+    ] = DEFAULT_DELTA,
     weight_column: Annotated[
         str,
         typer.Option(
@@ -144,7 +147,7 @@ def filter_samples(
             help="Name of the weight column in the export.",
             rich_help_panel=COLUMNS,
         ),
-    ] = "weight",
+    ] = WEIGHT_COLUMN,
     as_frequency: Annotated[
         bool,
         typer.Option(
@@ -187,7 +190,7 @@ def filter_samples(
         typer.Option(
             metavar="NAME", help="Name of the difficulty column.", rich_help_panel=CURRICULUM
         ),
-    ] = "difficulty",
+    ] = DIFFICULTY_COLUMN,
     plan: Annotated[
         Path | None,
         typer.Option(

@@ -24,12 +24,13 @@ from curate.core.prompts import Message, Mode
 from curate.errors import UsageError
 from curate.exports.columns import Carried, Role, carry, renamed_note
 from curate.exports.kind import DEFAULT_ABILITY, Kind
+from curate.stats.columns import WEIGHT_COLUMN
 from curate.store.atomic import atomic_path
 
 # Per-sample statistics the trainer formats carry (the generic formats carry all of
 # `curate.stats.columns.STAT_COLUMNS`). Names and meanings as in `curate report`.
 TRAINER_STATS: tuple[str, ...] = ("pass_rate", "smoothed_pass_rate", "variance", "n_rollouts")
-DEFAULT_WEIGHT_COLUMN = "weight"
+DEFAULT_WEIGHT_COLUMN = WEIGHT_COLUMN
 DEFAULT_DATA_SOURCE = "curate"
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")

@@ -22,10 +22,10 @@ from curate.exports.base import (
 )
 from curate.exports.columns import Role
 from curate.exports.kind import DEFAULT_ABILITY, Kind, ability_for, task_kind
-from curate.stats.columns import STAT_COLUMNS
+from curate.stats.columns import STAT_COLUMNS, WEIGHT_COLUMN
 
 WEIGHTS_ID = "sample_id"
-WEIGHTS_VALUE = "weight"
+WEIGHTS_VALUE = WEIGHT_COLUMN
 
 
 def export_fields(

@@ -18,9 +18,8 @@ import polars as pl
 
 from curate.errors import UsageError
 from curate.stats.apportion import apportion
+from curate.stats.columns import COPIES_COLUMN, DIFFICULTY_COLUMN
 
-DIFFICULTY_COLUMN = "difficulty"
-COPIES_COLUMN = "copies"
 DIFFICULTY_LEVELS = ("easy", "medium", "hard")
 # Pass rates above the upper cut are easy, below the lower cut hard.
 DEFAULT_CUTS = (1 / 3, 2 / 3)

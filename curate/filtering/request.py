@@ -22,8 +22,10 @@ from curate.exports.base import ExportFormat
 from curate.filtering import curriculum
 from curate.filtering.select import FilterSpec, parse_range, parse_suspects, split_keep
 from curate.filtering.weights import check_weight_default
+from curate.stats.columns import DIFFICULTY_COLUMN, WEIGHT_COLUMN
+from curate.stats.compare import DEFAULT_ALPHA
 from curate.stats.per_sample import DEFAULT_GROUP_SIZE
-from curate.stats.weights import WEIGHT_KINDS, check_objective
+from curate.stats.weights import DEFAULT_DELTA, WEIGHT_KINDS, check_objective
 from curate.store.scores import has_answers
 
 PathArg = str | os.PathLike[str]
@@ -72,10 +74,10 @@ class FilterRequest:
     format: str | None = None
     stats: bool = True
     weights: PathArg | None = None
-    weight_delta: float = 0.05
+    weight_delta: float = DEFAULT_DELTA
     weight_default: float | None = None
     plan: PathArg | None = None
-    weight_column: str = "weight"
+    weight_column: str = WEIGHT_COLUMN
     data_source: str | None = None
     ability: str | None = None
     allow_empty: bool = False
@@ -87,12 +89,12 @@ class FilterRequest:
     group_size: int = DEFAULT_GROUP_SIZE
     suspects: str = "keep"
     against: PathArg | None = None
-    alpha: float = 0.05
+    alpha: float = DEFAULT_ALPHA
     as_frequency: bool = False
     total: int | None = None
     difficulty: str | None = None
     difficulty_cuts: str | tuple[float, float] | None = None
-    difficulty_column: str = "difficulty"
+    difficulty_column: str = DIFFICULTY_COLUMN
 
 
 @dataclass(frozen=True)
