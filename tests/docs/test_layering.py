@@ -3,6 +3,7 @@ pyproject.toml, and the code keeps that contract (what `make lint` checks)."""
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
@@ -16,6 +17,33 @@ import pytest
 from tests.conftest import ROOT
 
 PAGE = ROOT / "docs" / "development.md"
+# Third-party modules that cost 0.1 s or more to import (benchmarks/bench_imports.py): the
+# only imports docs/development.md lets a library function make for itself.
+HEAVY = frozenset(
+    {
+        "numpy",
+        "polars",
+        "pyarrow",
+        "httpx",
+        "matplotlib",
+        "ray",
+        "scipy",
+        "datasets",
+        "transformers",
+        "torch",
+        "vllm",
+    }
+)
+# Modules whose function-level imports follow the rule already; the rest of the library
+# joins this list as its imports move to the top.
+FOLLOWS_THE_IMPORT_RULE = (
+    "curate/filtering",
+    "curate/exports",
+    "curate/trainers",
+    "curate/engine/ingest.py",
+    "curate/stats/columns.py",
+    "curate/stats/apportion.py",
+)
 
 
 def _contracts() -> dict[str, dict[str, object]]:
@@ -64,6 +92,49 @@ def test_ignored_imports_say_they_are_to_be_removed() -> None:
                 row -= 1
                 comment.append(lines[row])
             assert "To be removed" in "\n".join(comment), ignored
+
+
+def _function_level_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every import made inside a function of `path`."""
+    found: dict[int, list[tuple[int, str]]] = {}  # by node, once however deeply nested
+    for function in ast.walk(ast.parse(path.read_text())):
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            for node in ast.walk(function):
+                if isinstance(node, ast.Import):
+                    found[id(node)] = [(node.lineno, alias.name) for alias in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    module = "." * node.level + (node.module or "")
+                    found[id(node)] = [(node.lineno, module)]
+    return sorted(item for items in found.values() for item in items)
+
+
+def _rule_files() -> list[Path]:
+    files: list[Path] = []
+    for name in FOLLOWS_THE_IMPORT_RULE:
+        path = ROOT / name
+        files += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    return files
+
+
+def test_library_functions_import_only_heavy_third_party_modules() -> None:
+    """Outside the CLI, an import inside a function is one of the heavy third-party
+    modules; curate's own modules and everything light are imported at the top."""
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line} imports {module}"
+        for path in _rule_files()
+        for line, module in _function_level_imports(path)
+        if module.split(".")[0] not in HEAVY
+    ]
+    assert wrong == []
+
+
+def test_the_import_rule_check_finds_what_it_looks_for(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "import json\n\n\ndef f():\n    import polars\n    from curate.errors import X\n"
+        "    async def g():\n        from . import sibling\n"
+    )
+    assert _function_level_imports(module) == [(5, "polars"), (6, "curate.errors"), (8, ".")]
 
 
 def test_the_code_keeps_the_contracts() -> None:
