@@ -42,10 +42,12 @@ demo: setup
 	$(BIN)/curate plot $(RUN) --kind gate -o $(RUN)/gate.png
 	$(BIN)/curate filter $(RUN) -o $(RUN)/learnable.jsonl
 
+# lint-imports: the layering contracts in pyproject.toml ([tool.importlinter]).
 lint: setup
 	$(BIN)/ruff check curate tests benchmarks scripts
 	$(BIN)/ruff format --check curate tests benchmarks scripts
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 # The documentation site (docs/, mkdocs.yml) into site/. Strict: a broken link or anchor, a
 # command without a page, or an example with an option the command lacks fails the build.

@@ -2,7 +2,6 @@
 allocation, Reinforce-Ada's inverse-p weight), as pure functions frame -> frame;
 `plan_rollouts` plans a run or score table (what `curate allocate` calls)."""
 
-from curate.allocation.apportion import apportion
 from curate.allocation.plan import (
     DEFAULT_ZERO_SIGNAL,
     METHODS,
@@ -21,7 +20,6 @@ __all__ = [
     "RolloutPlan",
     "allocate",
     "allocation_weights",
-    "apportion",
     "join_plan",
     "plan_rollouts",
     "variance_proxy",

@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from curate.allocation.apportion import apportion
 from curate.errors import UsageError
+from curate.stats.apportion import apportion
 
 if TYPE_CHECKING:
     import polars as pl

@@ -11,6 +11,9 @@ import typer
 
 from curate.cli.errors import handle_errors
 from curate.cli.options import GroupSizeOpt, RunArg, ThresholdOpt
+from curate.stats.columns import DIFFICULTY_COLUMN, WEIGHT_COLUMN
+from curate.stats.compare import DEFAULT_ALPHA
+from curate.stats.weights import DEFAULT_DELTA
 
 # Panels keep each table's option and metavar columns narrow enough for 80 columns.
 SELECT = "Which samples"
@@ -87,7 +90,7 @@ def filter_samples(
             help="With --against: significance level for learned and forgotten.",
             rich_help_panel=SELECT,
         ),
-    ] = 0.05,
+    ] = DEFAULT_ALPHA,
     suspects: Annotated[
         str,
         typer.Option(
@@ -136,7 +139,7 @@ def filter_samples(
             help="Objective weights: clip the smoothed pass rate to DELTA..1-DELTA.",
             rich_help_panel=COLUMNS,
         ),
-    ] = 0.05,
+    ] = DEFAULT_DELTA,
     weight_column: Annotated[
         str,
         typer.Option(
@@ -144,7 +147,7 @@ def filter_samples(
             help="Name of the weight column in the export.",
             rich_help_panel=COLUMNS,
         ),
-    ] = "weight",
+    ] = WEIGHT_COLUMN,
     as_frequency: Annotated[
         bool,
         typer.Option(
@@ -187,7 +190,7 @@ def filter_samples(
         typer.Option(
             metavar="NAME", help="Name of the difficulty column.", rich_help_panel=CURRICULUM
         ),
-    ] = "difficulty",
+    ] = DIFFICULTY_COLUMN,
     plan: Annotated[
         Path | None,
         typer.Option(
@@ -302,11 +305,11 @@ def filter_samples(
         runs/x/train/ (for datasets.load_from_disk) and runs/x/train.parquet
     The rejects go beside OUT: train.rejects.jsonl (.parquet for a .parquet OUT).
     """
-    from curate.filtering import filter_run
+    from curate.filtering import FilterRequest, filter_run
 
     # Relabelling wants every suspect, whatever its category, unless --keep says otherwise.
     only_suspects = suspects.strip().lower() == "only"
-    result = filter_run(
+    request = FilterRequest(
         run,
         output,
         keep=keep or (["all"] if only_suspects else ["high-variance"]),
@@ -339,6 +342,7 @@ def filter_samples(
         difficulty_cuts=difficulty_cuts,
         difficulty_column=difficulty_column,
     )
+    result = filter_run(request)
     where = " and ".join(str(p) for p in result.paths)
     label = "" if result.format in ("jsonl", "parquet") else f" ({result.format})"
     print(f"kept {result.kept} of {result.total} samples -> {where}{label}")

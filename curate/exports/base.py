@@ -16,21 +16,21 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
+
+import polars as pl
 
 from curate.core.prompts import Message, Mode
 from curate.errors import UsageError
 from curate.exports.columns import Carried, Role, carry, renamed_note
 from curate.exports.kind import DEFAULT_ABILITY, Kind
+from curate.stats.columns import WEIGHT_COLUMN
 from curate.store.atomic import atomic_path
 
-if TYPE_CHECKING:
-    import polars as pl
-
 # Per-sample statistics the trainer formats carry (the generic formats carry all of
-# `curate.filtering.STAT_COLUMNS`). Names and meanings as in `curate report`.
+# `curate.stats.columns.STAT_COLUMNS`). Names and meanings as in `curate report`.
 TRAINER_STATS: tuple[str, ...] = ("pass_rate", "smoothed_pass_rate", "variance", "n_rollouts")
-DEFAULT_WEIGHT_COLUMN = "weight"
+DEFAULT_WEIGHT_COLUMN = WEIGHT_COLUMN
 DEFAULT_DATA_SOURCE = "curate"
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
@@ -115,8 +115,6 @@ class ExportBatch:
     def extra_kinds(self) -> dict[str, str]:
         """Extra column -> "int", "float", "bool" or "string": the type each is written as
         (integers as int64, other numbers as float64, so one schema fits every export)."""
-        import polars as pl
-
         kinds = {}
         for col in self.extra_columns():
             dtype = self.rows.schema[col]

@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import polars as pl
 
 from curate.core.prompts import Mode
 from curate.data.samples import FieldMap, answer_values, build_prompts, resolve_fields
@@ -20,13 +22,10 @@ from curate.exports.base import (
 )
 from curate.exports.columns import Role
 from curate.exports.kind import DEFAULT_ABILITY, Kind, ability_for, task_kind
-from curate.filtering import STAT_COLUMNS
-
-if TYPE_CHECKING:
-    import polars as pl
+from curate.stats.columns import STAT_COLUMNS, WEIGHT_COLUMN
 
 WEIGHTS_ID = "sample_id"
-WEIGHTS_VALUE = "weight"
+WEIGHTS_VALUE = WEIGHT_COLUMN
 
 
 def export_fields(
@@ -132,8 +131,6 @@ def join_weights(
     `weights` has columns `sample_id` and `weight`: the hook through which computed
     sample weights reach every export.
     """
-    import polars as pl
-
     if weights is None:
         return rows
     require_weight_columns(weights, source=source)
@@ -184,8 +181,6 @@ def prepare_batch(
     (default: all but `sample_id` and the statistics). `stats=False` leaves every
     statistics column out.
     """
-    import polars as pl
-
     if input_columns is None:
         input_columns = [c for c in rows.columns if c not in STAT_COLUMNS]
 

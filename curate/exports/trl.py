@@ -25,6 +25,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from curate.errors import MissingExtraError
 from curate.exports.base import (
     PARQUET_SUFFIXES,
@@ -78,8 +80,6 @@ def trl_dataset(batch: ExportBatch) -> Any:
         raise MissingExtraError(
             f"--format trl needs the `datasets` package; {HF_EXTRA_HINT}"
         ) from None
-    import polars as pl
-
     columns = trl_columns(batch)
     text = datasets.Value("string")
     kinds = {"int": "int64", "float": "float64", "bool": "bool", "string": "string"}

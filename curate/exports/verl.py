@@ -33,10 +33,13 @@ it. A verl input (curate eval on a verl Parquet file) keeps its own `data_source
 
 from __future__ import annotations
 
+import json
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+import polars as pl
+
+from curate.data.samples import field_values
 from curate.exports.base import (
     ExportBatch,
     ExportFormat,
@@ -46,9 +49,8 @@ from curate.exports.base import (
     file_export,
 )
 from curate.exports.columns import Carried, Role
-
-if TYPE_CHECKING:
-    import polars as pl
+from curate.graders.base import GradingError
+from curate.graders.code import read_tests
 
 REWARD_STYLE = "rule"
 COLUMNS = ("data_source", "prompt", "ability", "reward_model", "extra_info")
@@ -65,8 +67,6 @@ ABSORBS: dict[str, tuple[Role, ...]] = {
 
 
 def message_dtype() -> pl.DataType:
-    import polars as pl
-
     return pl.List(pl.Struct({"role": pl.String, "content": pl.String}))
 
 
@@ -79,8 +79,6 @@ def verl_carried(batch: ExportBatch) -> list[Carried]:
 
 def verl_frame(batch: ExportBatch) -> pl.DataFrame:
     """The kept samples as verl's RL dataset frame (schema above; zero rows keep it)."""
-    import polars as pl
-
     batch.require_prompts("--format verl")
     assert batch.chat_prompts is not None and batch.answers is not None
     rows = batch.rows
@@ -136,12 +134,6 @@ def verl_ground_truths(batch: ExportBatch) -> list[str | None]:
     assert batch.answers is not None
     if batch.kind != "code" or batch.answer_field is None:
         return list(batch.answers)
-    import json
-
-    from curate.data.samples import field_values
-    from curate.graders.base import GradingError
-    from curate.graders.code import read_tests
-
     raw = field_values(batch.rows, batch.answer_field).to_list()
     out: list[str | None] = []
     for value, text in zip(raw, batch.answers, strict=True):
@@ -163,8 +155,6 @@ def verl_ground_truths(batch: ExportBatch) -> list[str | None]:
 
 
 def _struct_fields(rows: pl.DataFrame, column: str) -> dict[str, pl.DataType]:
-    import polars as pl
-
     dtype = rows.schema.get(column)
     if not isinstance(dtype, pl.Struct):
         return {}

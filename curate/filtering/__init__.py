@@ -1,10 +1,11 @@
 """Selecting the learnable subset and writing it out: `decide` and `attach_fields` on
-frames, `filter_run` for a run or score table (what `curate filter` calls)."""
+frames, `filter_run(FilterRequest(...))` for a run or score table (what `curate filter`
+calls)."""
 
+from curate.filtering.request import FilterRequest
 from curate.filtering.run import FilterResult, filter_run, rejects_path
 from curate.filtering.select import (
     KEEP_CHOICES,
-    STAT_COLUMNS,
     FilterSpec,
     attach_fields,
     decide,
@@ -14,7 +15,7 @@ from curate.filtering.select import (
 
 __all__ = [
     "KEEP_CHOICES",
-    "STAT_COLUMNS",
+    "FilterRequest",
     "FilterResult",
     "FilterSpec",
     "attach_fields",

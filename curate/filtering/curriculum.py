@@ -3,7 +3,7 @@
 Most GRPO trainers read no weight column: a sample's weight can only reach them as how
 often the sample appears. `expand_by_frequency` repeats each kept sample a number of
 times proportional to its weight (largest-remainder apportionment of the total,
-`curate.allocation.apportion`), so that an epoch over the export weights samples as the
+`curate.stats.apportion`), so that an epoch over the export weights samples as the
 weights say. Curriculum trainers read a difficulty instead: `difficulty_expr` labels
 each sample easy, medium or hard from its pass rate.
 """
@@ -11,15 +11,15 @@ each sample easy, medium or hard from its pass rate.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+
+import numpy as np
+import polars as pl
 
 from curate.errors import UsageError
+from curate.stats.apportion import apportion
+from curate.stats.columns import COPIES_COLUMN, DIFFICULTY_COLUMN
 
-if TYPE_CHECKING:
-    import polars as pl
-
-DIFFICULTY_COLUMN = "difficulty"
-COPIES_COLUMN = "copies"
 DIFFICULTY_LEVELS = ("easy", "medium", "hard")
 # Pass rates above the upper cut are easy, below the lower cut hard.
 DEFAULT_CUTS = (1 / 3, 2 / 3)
@@ -58,8 +58,6 @@ def difficulty_expr(
     rate_column: str, cuts: tuple[float, float], name: str = DIFFICULTY_COLUMN
 ) -> pl.Expr:
     """easy (pass rate > HI), hard (< LO), else medium; null for an unscored sample."""
-    import polars as pl
-
     lo, hi = cuts
     rate = pl.col(rate_column)
     return (
@@ -80,11 +78,6 @@ def expand_by_frequency(
     """`kept` with each sample repeated in proportion to its weight (`weights`: columns
     sample_id and weight, one row per kept sample), `total` rows in all (default: as
     many as kept samples); a `copies` column says how many times each appears."""
-    import numpy as np
-    import polars as pl
-
-    from curate.allocation.apportion import apportion
-
     if total is not None and total < 1:
         raise UsageError("--total must be at least 1")
     size = total if total is not None else kept.height
@@ -117,8 +110,6 @@ def expand_by_frequency(
 
 def pool_path(output: str, level: str) -> str:
     """OUT.jsonl -> OUT.easy.jsonl (OUT -> OUT.easy for directory formats)."""
-    from pathlib import Path
-
     path = Path(output)
     if path.suffix:
         return str(path.with_name(f"{path.stem}.{level}{path.suffix}"))

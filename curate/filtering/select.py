@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import polars as pl
 
 from curate.core.outcome import CATEGORIES
 from curate.errors import InputError, UsageError
+from curate.exports.columns import free_name
+from curate.stats.columns import STAT_COLUMNS
 from curate.stats.compare import SETS, TRANSITIONS, transition_name
-
-if TYPE_CHECKING:
-    import polars as pl
 
 # Names users type (dashes) -> the categories they select.
 KEEP_CHOICES: dict[str, tuple[str, ...]] = {
@@ -31,18 +32,9 @@ COMPARE_CHOICES: tuple[str, ...] = (
 # is not in the --against run), beside one boolean column per named set.
 TRANSITION = "transition"
 NOT_IN_AGAINST = "not scored in the --against run"
-# Statistics carried into every export beside the original fields.
-STAT_COLUMNS = (
-    "n_rollouts",
-    "pass_rate",
-    "mean_score",
-    "variance",
-    "smoothed_pass_rate",
-    "category",
-)
 
 
-# --suspects (issue 11): what to do with suspect labels (curate.stats.suspects).
+# --suspects: what to do with suspect labels (curate.stats.suspects).
 SUSPECT_CHOICES = ("keep", "drop", "only")
 # The drop reasons --suspects writes into the rejects.
 SUSPECT_REASON = "suspect_label"
@@ -54,7 +46,7 @@ class FilterSpec:
     keep: frozenset[str] = field(default_factory=lambda: frozenset({"high_variance"}))
     pass_rate: tuple[float, float] | None = None
     # The rate --pass-rate bounds: the raw c/n, or on an adaptive run the posterior mean
-    # (a sample stopped once mixed has a c/n biased toward 1/2: issue 13).
+    # (a sample stopped once mixed has a c/n biased toward 1/2).
     rate_column: str = "pass_rate"
     # keep: ignore suspect labels; drop: drop them; only: drop every other sample.
     # drop and only need a boolean `suspect_label` column in the per-sample frame.
@@ -123,8 +115,6 @@ def parse_range(text: str) -> tuple[float, float]:
 
 def decide(per_sample: pl.DataFrame, spec: FilterSpec) -> pl.DataFrame:
     """Per-sample statistics plus `kept` and `drop_reason` (null when kept)."""
-    import polars as pl
-
     cat = pl.col("category")
     reason: Any = pl.when(pl.col("n_rollouts") == 0).then(pl.lit("no scored rollouts"))
     # Suspect labels first: the rejects should say "check the reference" rather than
@@ -165,8 +155,6 @@ def decide(per_sample: pl.DataFrame, spec: FilterSpec) -> pl.DataFrame:
 def stat_collisions(columns: list[str]) -> dict[str, str]:
     """Input column -> the name it is kept under, for input columns whose names the
     statistics take (an export read back as samples has `pass_rate` and the rest)."""
-    from curate.exports.columns import free_name
-
     ours = (*STAT_COLUMNS, "drop_reason", "kept")
     taken = set(columns) | set(ours)
     renames: dict[str, str] = {}
@@ -186,8 +174,6 @@ def attach_fields(
 ) -> pl.DataFrame:
     """Original sample fields (in file order) followed by the statistics columns; an
     input column named like a statistic is kept as `input_NAME` (`stat_collisions`)."""
-    import polars as pl
-
     stats = decisions.select("sample_id", *STAT_COLUMNS, "drop_reason", "kept")
     if samples is None:
         return stats.sort("sample_id")

@@ -25,12 +25,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import polars as pl
 
 from curate.errors import InputError
-
-if TYPE_CHECKING:
-    import polars as pl
 
 DUMP_COLUMNS = ("step", "prompt", "completion", "score", "reference", "file", "line")
 VERL_FILE = re.compile(r"^(\d+)\.jsonl$")
@@ -102,8 +101,6 @@ def _score_column(
 
 
 def _numeric_scores(frame: pl.DataFrame, column: str, file: Path) -> pl.Series:
-    import polars as pl
-
     values = frame[column]
     if values.dtype == pl.Boolean:
         return values.cast(pl.Float64)
@@ -114,8 +111,6 @@ def _numeric_scores(frame: pl.DataFrame, column: str, file: Path) -> pl.Series:
 
 
 def read_verl(file: DumpFile, score_field: str | None) -> tuple[pl.DataFrame, str]:
-    import polars as pl
-
     rows: list[dict[str, Any]] = []
     with file.path.open(encoding="utf-8") as fh:
         for number, line in enumerate(fh, 1):
@@ -159,8 +154,6 @@ def read_verl(file: DumpFile, score_field: str | None) -> tuple[pl.DataFrame, st
 
 
 def read_trl(file: DumpFile, score_field: str | None) -> tuple[pl.DataFrame, str]:
-    import polars as pl
-
     try:
         frame = pl.read_parquet(file.path)
     except (pl.exceptions.PolarsError, OSError) as exc:
@@ -209,8 +202,6 @@ def message_text(value: Any, role: str) -> str | None:
 
 
 def _as_text(values: pl.Series) -> pl.Series:
-    import polars as pl
-
     if values.dtype == pl.String:
         return values
     return pl.Series(
@@ -223,8 +214,6 @@ def _as_text(values: pl.Series) -> pl.Series:
 
 
 def _dump_schema() -> dict[str, Any]:
-    import polars as pl
-
     return {
         "step": pl.Int64,
         "prompt": pl.String,

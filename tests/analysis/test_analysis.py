@@ -13,7 +13,7 @@ import curate
 from curate.allocation import plan_rollouts
 from curate.analysis import load_aggregated, load_analysis
 from curate.errors import InputError, UsageError
-from curate.filtering import filter_run, rejects_path
+from curate.filtering import FilterRequest, filter_run, rejects_path
 from curate.plots import default_plot_path, plot_run
 from curate.report.build import build_report
 from curate.stats import analyze
@@ -150,7 +150,7 @@ def test_build_report(table: Path) -> None:
 
 def test_filter_run(table: Path, tmp_path: Path) -> None:
     out = tmp_path / "kept.jsonl"
-    result = filter_run(table, out, pass_rate="0.3:1")
+    result = filter_run(FilterRequest(table, out, pass_rate="0.3:1"))
     assert result.paths == [out] and result.rejects == rejects_path(out)
     assert sorted(pl.read_ndjson(out)["sample_id"]) == ["a", "e"]  # d: 1 of 4 passed
     assert (result.kept, result.total, result.dropped, result.unmatched) == (2, 5, 3, 0)
@@ -165,9 +165,9 @@ def test_filter_run(table: Path, tmp_path: Path) -> None:
 def test_filter_run_checks_options_before_reading(tmp_path: Path) -> None:
     missing = tmp_path / "missing.parquet"
     with pytest.raises(UsageError, match="unknown --keep value"):
-        filter_run(missing, tmp_path / "out.jsonl", keep=["nope"])
+        filter_run(FilterRequest(missing, tmp_path / "out.jsonl", keep=["nope"]))
     with pytest.raises(UsageError, match="--split"):
-        filter_run(missing, tmp_path / "out.jsonl", split="train")
+        filter_run(FilterRequest(missing, tmp_path / "out.jsonl", split="train"))
 
 
 def test_plan_rollouts(table: Path, tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from curate.allocation import plan_rollouts
 from curate.analysis import load_analysis
-from curate.filtering import filter_run
+from curate.filtering import FilterRequest, filter_run
 from curate.report.build import build_report
 
 
@@ -108,7 +108,7 @@ def test_histogram_reads_the_mean_score_on_partial_credit(
 
 def test_filter_weights_std_on_partial_credit(continuous: Path, tmp_path: Path) -> None:
     out = tmp_path / "kept.jsonl"
-    filter_run(continuous, out, keep=["all"], weights="std")
+    filter_run(FilterRequest(continuous, out, keep=["all"], weights="std"))
     rows = pl.read_ndjson(out)
     per = load_analysis(continuous).per_sample.select("sample_id", "std_dev")
     joined = rows.join(per, on="sample_id")

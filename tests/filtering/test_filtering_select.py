@@ -8,7 +8,6 @@ import pytest
 from curate.errors import InputError, UsageError
 from curate.filtering import (
     KEEP_CHOICES,
-    STAT_COLUMNS,
     FilterSpec,
     attach_fields,
     decide,
@@ -16,6 +15,7 @@ from curate.filtering import (
     parse_range,
 )
 from curate.stats import CATEGORIES
+from curate.stats.columns import STAT_COLUMNS
 
 
 def outcome(frame: pl.DataFrame) -> dict[str, str | None]:

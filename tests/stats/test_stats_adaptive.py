@@ -306,7 +306,7 @@ def test_the_prior_fit_recovers_the_population_from_stopped_samples() -> None:
 
 
 def test_filter_bounds_the_posterior_rate_on_an_adaptive_run(tmp_path: Path) -> None:
-    from curate.filtering import filter_run
+    from curate.filtering import FilterRequest, filter_run
     from curate.store.run_dir import RolloutStore
 
     # "s" passed on its second draw and stopped: raw 1/2, posterior far lower.
@@ -320,7 +320,14 @@ def test_filter_bounds_the_posterior_rate_on_an_adaptive_run(tmp_path: Path) -> 
         store.append(long_frame(seqs))
         out = tmp_path / f"kept{adaptive}.jsonl"
         result = filter_run(
-            store.run_dir, out, keep=["all"], pass_rate="0.4:0.6", format="jsonl", allow_empty=True
+            FilterRequest(
+                store.run_dir,
+                out,
+                keep=["all"],
+                pass_rate="0.4:0.6",
+                format="jsonl",
+                allow_empty=True,
+            )
         )
         assert result.kept == kept
         reasons = [r for r, _ in result.drop_reasons]

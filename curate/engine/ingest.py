@@ -10,6 +10,7 @@ The rollouts of a step are matched to the curated data set's samples by prompt t
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 import os
 import shutil
@@ -18,15 +19,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import polars as pl
+
+from curate import __version__
+from curate.data.samples import build_prompts, file_sha256, load_samples
 from curate.errors import InputError, UsageError
-from curate.store.atomic import atomic_dir
-from curate.store.run_dir import is_run_dir
+from curate.store.atomic import atomic_dir, atomic_write_text
+from curate.store.run_dir import RolloutStore, is_run_dir
 from curate.trainers.dumps import FORMATS, DumpFile, detect_format, message_text
 from curate.trainers.match import MatchResult, PromptMatcher
 
 if TYPE_CHECKING:
-    import polars as pl
-
     from curate.graders.base import ScoreRange
 
 INGEST_FILE = "ingest.json"
@@ -111,8 +114,6 @@ def ingest(
 ) -> IngestResult:
     """Write one run directory per step (`steps_per_run` steps each) under `out`."""
 
-    from curate.data.samples import build_prompts, load_samples
-
     source, out = Path(source), Path(out)
     if steps_per_run < 1:
         raise UsageError("--steps-per-run must be at least 1")
@@ -191,10 +192,6 @@ def _ingest_groups(
     score_range: ScoreRange | None,
     model: str | None,
 ) -> IngestResult:
-    import polars as pl
-
-    from curate.data.samples import file_sha256
-
     name = dump_format.name
     result: IngestResult | None = None
     dataset_sha256 = file_sha256(data)  # once: every run's manifest names the same file
@@ -264,8 +261,6 @@ def _merge_counts(result: IngestResult, matched: MatchResult) -> None:
 def _rollouts(
     dump: pl.DataFrame, matched: MatchResult, score_range: ScoreRange | None, source: Path
 ) -> tuple[pl.DataFrame, IngestedRun]:
-    import polars as pl
-
     ids = pl.DataFrame(
         {"prompt": list(matched.ids), "sample_id": list(matched.ids.values())},
         schema={"prompt": pl.String, "sample_id": pl.String},
@@ -309,8 +304,6 @@ def _rollouts(
 
 
 def _normalised(raw: pl.Series, score_range: ScoreRange | None, rows: pl.DataFrame) -> pl.Series:
-    import polars as pl
-
     values = raw.to_list()
     if score_range is None:
         bad = next((i for i, v in enumerate(values) if not (0.0 <= v <= 1.0)), None)
@@ -346,8 +339,6 @@ def _manifest(
     run: IngestedRun,
     matched: MatchResult,
 ) -> dict[str, Any]:
-    from curate import __version__
-
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     steps = (
         f"step {run.first_step}"
@@ -395,8 +386,6 @@ def _manifest(
 def _write_run(
     target: Path, samples: pl.DataFrame, rollouts: pl.DataFrame, manifest: dict[str, Any]
 ) -> None:
-    from curate.store.run_dir import RolloutStore
-
     store = RolloutStore(target)
     store.create()
     store.write_samples(samples)
@@ -405,10 +394,6 @@ def _write_run(
 
 
 def _write_index(out: Path, result: IngestResult) -> None:
-    import json
-
-    from curate.store.atomic import atomic_write_text
-
     body = {
         "format": result.format,
         "score_field": result.score_field,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from curate.allocation import apportion
+from curate.stats.apportion import apportion
 
 
 def _continuous(w: np.ndarray, total: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

@@ -20,7 +20,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from curate.trainers.match import PromptMatcher
 from tests.conftest import invoke_curate
 
 REPO = Path(__file__).resolve().parents[2]
@@ -169,16 +168,6 @@ def test_unmatched_and_ambiguous_prompts_are_counted(tmp_path: Path) -> None:
     assert manifest["ingested"]["unmatched_rollouts"] == 1
     assert manifest["ingested"]["ambiguous_rollouts"] == 1
     assert read_rollouts(tmp_path / "runs" / "step-000005").height == 2
-
-
-def test_matcher_respects_word_boundaries_and_prefers_the_longest() -> None:
-    matcher = PromptMatcher({"a": "What is 2 * 1?", "b": "What is 2 * 11?", "c": "Add 2 and 3"})
-    got = matcher.match(
-        ["user What is 2 * 11? assistant", "user Add 2 and 3 please", "xWhat is 2 * 1?"]
-    )
-    assert got.ids["user What is 2 * 11? assistant"] == "b"
-    assert got.ids["user Add 2 and 3 please"] == "c"
-    assert got.unmatched == ["xWhat is 2 * 1?"]
 
 
 @pytest.mark.parametrize(
