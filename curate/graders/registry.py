@@ -60,7 +60,11 @@ GRADER_NAMES: tuple[str, ...] = (
     "reward-model",
 )
 
-GRADERS: Registry[GraderFactory] = Registry("grader", normalise=lambda name: name.strip().lower())
+# Other packages add grader kinds through the ``curate.graders`` entry-point group: the
+# entry point names a factory of the same signature as the built-in ones.
+GRADERS: Registry[GraderFactory] = Registry(
+    "grader", normalise=lambda name: name.strip().lower(), group="curate.graders"
+)
 GRADERS.add(
     "exact",
     "curate.graders.simple:exact_grader",
@@ -137,7 +141,8 @@ def grader_kind(spec: str | None) -> str:
 
 
 def _unknown(spec: str) -> UsageError:
-    return UsageError(f"unknown grader {spec!r}; expected one of: {', '.join(GRADER_NAMES)}")
+    names = [*GRADER_NAMES, *(entry.name for entry in GRADERS.plugins())]
+    return UsageError(f"unknown grader {spec!r}; expected one of: {', '.join(names)}")
 
 
 def get_grader(
