@@ -484,9 +484,9 @@ def eval_cmd(
         typer.Option(
             "--option",
             "-O",
-            help="NAME=VALUE: any option of the --backend's schema, flag or not (say "
-            "transport=httpx for openai, or a plugin backend's own); repeatable. An "
-            "unknown NAME is refused with the closest names.",
+            help="Any option of the --backend's schema, flag or not (say transport=httpx "
+            "for openai, or a plugin backend's own); repeatable. An unknown NAME is "
+            "refused with the closest names.",
             metavar="NAME=VALUE",
             show_default=False,
         ),
