@@ -24,6 +24,7 @@ The three clients keep different defaults on purpose, declared side by side belo
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import random
 import re
@@ -97,6 +98,8 @@ class RemoteSettings:
             # `not >=` so that NaN fails too.
             if isinstance(value, bool) or not isinstance(value, int | float) or not value >= low:
                 raise UsageError(f"{self.flag(f.name)} must be at least {low:g}, not {value!r}")
+            if not math.isfinite(value):  # None, not infinity, means "no limit"
+                raise UsageError(f"{self.flag(f.name)} must be a finite number, not {value!r}")
         if self.api_key_env is not None and not _ENV_NAME.fullmatch(str(self.api_key_env)):
             # Do not echo the value: it may be the key, pasted where its name belongs.
             raise UsageError(

@@ -94,6 +94,11 @@ def test_every_bound_names_the_clients_flag(client: str, name: str, low: float) 
                 build(**{name: bad})
             else:  # set through the settings the client embeds
                 dataclasses.replace(remote_of(build()), **{name: bad})
+    with pytest.raises(UsageError, match=f"^{flag} must be a finite number, not inf"):
+        if takes(client, name):
+            build(**{name: math.inf})
+        else:
+            dataclasses.replace(remote_of(build()), **{name: math.inf})
     if takes(client, name):
         assert getattr(remote_of(build(**{name: low})), name) == low  # the bound is in
 
