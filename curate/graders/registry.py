@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from curate.core.registry import Registry
-from curate.errors import UsageError
+from curate.errors import CurateError, UsageError
 from curate.graders.base import Grader, GraderOptions, ScoreRange
 from curate.graders.numeric import reference_number
 
@@ -195,7 +195,19 @@ def get_grader(
         reward_model=reward_model,
         judge=judge,
     )
-    return GRADERS.get(kind)(spec, argument if sep else None, options)
+    factory = GRADERS.get(kind)
+    plugin = GRADERS.entry(kind).plugin
+    if plugin is None:
+        return factory(spec, argument if sep else None, options)
+    try:
+        return factory(spec, argument if sep else None, options)
+    except CurateError:
+        raise
+    except Exception as exc:
+        # Another package's factory refusing the spec: one line naming it, as ours do.
+        raise UsageError(
+            f"grader {spec!r} (from the {plugin} package): {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def default_grader_spec(references: Sequence[object]) -> str:

@@ -246,6 +246,14 @@ def test_builtin_names_win_and_broken_plugins_are_one_line(
     assert "Traceback" not in res.stderr
     assert "curate-demo-plugin" in res.stderr and "curate_demo_plugin_missing" in res.stderr
     assert not (tmp_path / "run2").exists()
+    # A plugin's factory refusing its spec: one line naming the package, exit 2.
+    res = curate(
+        env, "eval", data, "--backend", "fake", "--model", "m", "-n", 2,
+        "--grader", "suffix:fail", "--out", tmp_path / "run3",
+    )  # fmt: skip
+    assert res.returncode == 2, res.stderr
+    assert "grader 'suffix:fail' (from the curate-demo-plugin package): ValueError" in res.stderr
+    assert "Traceback" not in res.stderr and not (tmp_path / "run3").exists()
     # An unknown grader's message lists the plugins' kinds beside the built-in ones.
     res = curate(env, "eval", data, "--backend", "fake", "--model", "m", "--grader", "nope")
     assert res.returncode == 2 and "suffix" in res.stderr
