@@ -8,21 +8,23 @@ holds it, and the manifest records that name only.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from curate.backends.options import BackendOptions, option
-from curate.errors import UsageError
+from curate.remote.settings import BACKEND, RemoteSettings
 
-DEFAULT_KEY_ENV = "OPENAI_API_KEY"
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+def _remote(name: str, help: str, *, flag: bool = True) -> Any:
+    """An option whose default and range are the backend's remote settings' (declared
+    once, in `curate.remote.settings`); the help is worded for the backend."""
+    return option(getattr(BACKEND, name), help, min=RemoteSettings.bound(name), flag=flag)
 
 
 @dataclass(frozen=True)
 class OpenAIOptions(BackendOptions):
-    """Where the endpoint is, how hard to drive it, and how to retry it."""
+    """Where the endpoint is, how hard to drive it, and how to retry it: the flags of
+    the backend's `RemoteSettings` (`remote`, built and validated once)."""
 
     label = "openai"
     panel = "OpenAI-compatible endpoint (--backend openai)"
@@ -39,28 +41,29 @@ class OpenAIOptions(BackendOptions):
         default_help="$OPENAI_BASE_URL, else OpenAI's",
     )
     api_key_env: str = option(
-        DEFAULT_KEY_ENV,
+        BACKEND.api_key_env,
         "NAME of the environment variable holding the key (the key itself is never a flag)",
     )
-    concurrency: int = option(32, "requests in flight", min=1)
-    requests_per_minute: float | None = option(None, "request rate limit", min=0.001)
-    tokens_per_minute: float | None = option(
-        None,
+    concurrency: int = _remote("concurrency", "requests in flight")
+    requests_per_minute: float | None = _remote("requests_per_minute", "request rate limit")
+    tokens_per_minute: float | None = _remote(
+        "tokens_per_minute",
         "token rate limit (prompt + max_tokens per request, refunded by the usage the "
         "endpoint reports)",
-        min=1,
     )
-    timeout: float = option(120.0, "seconds per request attempt", min=0.001)
-    max_retries: int = option(
-        8,
+    timeout: float = _remote("timeout", "seconds per request attempt")
+    max_retries: int = _remote(
+        "max_retries",
         "retries of a failed request (429, 5xx, timeout, reset, malformed) before its "
         "rollouts are stored as errors",
-        min=0,
     )
     # Library and test knobs: no flag.
-    backoff_base: float = option(0.5, "first retry delay in seconds", min=0.0, flag=False)
-    backoff_max: float = option(30.0, "longest retry delay in seconds", min=0.0, flag=False)
-    transport: str = option("auto", "HTTP transport of the SDK client", flag=False)
+    backoff_base: float = _remote("backoff_base", "first retry delay in seconds", flag=False)
+    backoff_max: float = _remote("backoff_max", "longest retry delay in seconds", flag=False)
+    transport: str = option(BACKEND.transport, "HTTP transport of the SDK client", flag=False)
+
+    # The settings the backend runs with (not an option: built from the options).
+    remote: RemoteSettings = field(default=BACKEND, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # One URL stays a string (as runs made before pools recorded it); several, a tuple.
@@ -82,18 +85,20 @@ class OpenAIOptions(BackendOptions):
         return (self.base_url,) if isinstance(self.base_url, str) else tuple(self.base_url)
 
     def validate(self) -> None:
-        super().validate()
-        urls = self.urls()
-        if len(set(urls)) < len(urls):
-            raise UsageError("--base-url: the same URL is given twice")
-        if not _ENV_NAME.fullmatch(str(self.api_key_env)):
-            # Do not echo the value: it may be the key, pasted where its name belongs.
-            raise UsageError("--api-key-env takes the NAME of an environment variable, not a key")
-        if any(urlsplit(url).password for url in urls):
-            raise UsageError(
-                "--base-url must not carry a password: put the key in an environment "
-                "variable and name it with --api-key-env"
-            )
+        """Building the remote settings validates them (ranges, URLs, the key's name)."""
+        remote = RemoteSettings(
+            base_urls=self.urls(),
+            api_key_env=self.api_key_env,
+            concurrency=self.concurrency,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            backoff_base=self.backoff_base,
+            backoff_max=self.backoff_max,
+            requests_per_minute=self.requests_per_minute,
+            tokens_per_minute=self.tokens_per_minute,
+            transport=self.transport,
+        )
+        object.__setattr__(self, "remote", remote)
 
     def record(self) -> dict[str, Any]:
         recorded = super().record()

@@ -11,7 +11,9 @@ read them for `--help` without loading an engine.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import difflib
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
@@ -97,6 +99,31 @@ class BackendOptions:
         """The manifest's `engine_options`: the given options by name (never a secret)."""
         return {name: getattr(self, name) for name in self.given}
 
+    @classmethod
+    def assignments(cls, pairs: Sequence[str], *, backend: str) -> dict[str, Any]:
+        """Option values from `NAME=VALUE` strings (`curate eval --option`): each NAME an
+        option of this schema (`-` may stand for `_`), each VALUE read as the option's
+        type. UsageError naming the pair for an unknown name (with the closest names),
+        a name given twice, or a value of the wrong type; ranges are checked by `parse`."""
+        values: dict[str, Any] = {}
+        names = cls.names()
+        for pair in pairs:
+            name, sep, text = pair.partition("=")
+            name = name.strip().replace("-", "_")
+            if not sep or not name:
+                raise UsageError(f"--option {pair!r}: expected NAME=VALUE")
+            if name not in names:
+                close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+                hint = f"did you mean {' or '.join(close)}? " if close else ""
+                raise UsageError(
+                    f"--option {name}: not an option of --backend {backend} ({hint}"
+                    f"choose from {', '.join(names) or 'none: it takes no options'})"
+                )
+            if name in values:
+                raise UsageError(f"--option {name}: given twice")
+            values[name] = _value(cls._field(name), text.strip(), pair)
+        return values
+
     # -- what `curate eval` reads -------------------------------------------
     @classmethod
     def flag_fields(cls) -> list[dataclasses.Field[Any]]:
@@ -125,6 +152,36 @@ class BackendOptions:
     @classmethod
     def _field(cls, name: str) -> dataclasses.Field[Any]:
         return next(f for f in cls.schema() if f.name == name)
+
+
+def _value(field: dataclasses.Field[Any], text: str, pair: str) -> Any:
+    """`text` read as the type the schema field declares (its annotation's text, as
+    `from __future__ import annotations` keeps it): a number, a boolean, None where
+    the option allows it, JSON for a list, tuple or mapping, else the text itself."""
+    kind = str(field.type).replace(" ", "")
+    alternatives = kind.split("|")
+    if "None" in alternatives and text.lower() in ("none", "null"):
+        return None
+    first = alternatives[0]
+    try:
+        if first == "bool":
+            lowered = text.lower()
+            if lowered not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+                raise ValueError(text)
+            return lowered in ("true", "1", "yes", "on")
+        if first == "int":
+            return int(text)
+        if first == "float":
+            return float(text)
+        if first.startswith(("tuple", "list", "Mapping", "dict", "Sequence")):
+            value = json.loads(text)
+            return tuple(value) if first.startswith("tuple") and isinstance(value, list) else value
+    except ValueError:
+        wanted = {"bool": "true or false", "int": "a whole number", "float": "a number"}
+        raise UsageError(
+            f"--option {pair!r}: expected {wanted.get(first, 'JSON (a list or an object)')}"
+        ) from None
+    return text
 
 
 def flag_name(name: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -11,6 +11,7 @@ import typer
 
 from curate.backends.openai_options import OpenAIOptions
 from curate.backends.options import BackendOptions, flag_name
+from curate.backends.registry import options_schema
 from curate.backends.vllm_options import VllmOptions
 from curate.cli.errors import debug_enabled, handle_errors
 from curate.cli.grader_options import (
@@ -478,6 +479,18 @@ def eval_cmd(
     judge_price: JudgePriceOpt = None,
     judge_concurrency: JudgeConcurrencyOpt = None,
     judge_max_tokens: JudgeMaxTokensOpt = None,
+    option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--option",
+            "-O",
+            help="Any option of the --backend's schema, flag or not (say transport=httpx "
+            "for openai, or a plugin backend's own); repeatable. An unknown NAME is "
+            "refused with the closest names.",
+            metavar="NAME=VALUE",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run N rollouts per sample, grade them, and store every rollout (resumable)."""
     from curate.engine.adaptive import AdaptiveResult
@@ -509,7 +522,9 @@ def eval_cmd(
         force_new=force_new,
         set_aside_corrupt=set_aside_corrupt,
         chunk_size=chunk_size,
-        engine_options=backend_flags(backend, ctx.params),
+        engine_options=backend_flags(
+            backend, ctx.params, option or (), typed=_typed(ctx, ctx.params)
+        ),
         adaptive=adaptive,
         round_size=round_size,
         max_runs=max_runs,
@@ -639,9 +654,41 @@ def _show_engine_log(opts: EvalOptions, exc: BaseException) -> None:
         print(f"curate: the last lines of {log}:\n{tail}", file=sys.stderr)
 
 
-def backend_flags(backend: str, params: Mapping[str, Any]) -> BackendOptions | dict[str, Any]:
-    """The chosen backend's options from its flags, validated by its schema. A flag
-    that defaults to None belongs to one backend: giving it to another is an error."""
+def _typed(ctx: typer.Context, params: Mapping[str, Any]) -> set[str]:
+    """The parameters given on the command line (or by their environment variable)."""
+    # By the source's name: typer may bring its own copy of click and of this enum.
+    given = ("COMMANDLINE", "ENVIRONMENT")
+    return {name for name in params if getattr(ctx.get_parameter_source(name), "name", "") in given}
+
+
+def backend_flags(
+    backend: str,
+    params: Mapping[str, Any],
+    assignments: Sequence[str] = (),
+    *,
+    typed: Collection[str] = (),
+) -> BackendOptions | dict[str, Any]:
+    """The chosen backend's options from its flags and `--option NAME=VALUE`s, validated
+    by its schema. A flag that defaults to None belongs to one backend: giving it to
+    another is an error; so is setting one option both ways (`typed`: the flags the
+    user typed)."""
+    chosen = _flags_of(backend, params)
+    if not assignments:
+        return chosen
+    schema = options_schema(backend)
+    extra = schema.assignments(assignments, backend=backend)
+    values = (
+        {name: getattr(chosen, name) for name in chosen.given}
+        if isinstance(chosen, BackendOptions)
+        else {}
+    )
+    for name in extra:
+        if name in typed:
+            raise UsageError(f"{flag_name(name)} and --option {name} both set it: give one")
+    return schema.parse({**values, **extra})
+
+
+def _flags_of(backend: str, params: Mapping[str, Any]) -> BackendOptions | dict[str, Any]:
     chosen: BackendOptions | dict[str, Any] = {}
     for name, schema in FLAG_SCHEMAS.items():
         # A repeatable flag not given is an empty list: not given.

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from curate.remote import settings as remote_settings
+
 if TYPE_CHECKING:
     from curate.graders.judge import JudgeConfig
 
@@ -38,7 +40,7 @@ JudgeKeyEnvOpt = Annotated[
     typer.Option(
         "--judge-api-key-env",
         help="The NAME of the environment variable holding the judge's key (never the "
-        "key itself). \\[default: OPENAI_API_KEY]",
+        f"key itself). \\[default: {remote_settings.JUDGE.api_key_env}]",
         metavar="VAR",
         show_default=False,
         rich_help_panel=JUDGE,
@@ -69,7 +71,7 @@ JudgeConcurrencyOpt = Annotated[
     int | None,
     typer.Option(
         "--judge-concurrency",
-        help="Judge requests in flight at once. \\[default: 16]",
+        help=f"Judge requests in flight at once. \\[default: {remote_settings.JUDGE.concurrency}]",
         metavar="N",
         show_default=False,
         rich_help_panel=JUDGE,
@@ -80,7 +82,8 @@ JudgeMaxTokensOpt = Annotated[
     int | None,
     typer.Option(
         "--judge-max-tokens",
-        help="The judge's answer length limit in tokens. \\[default: 512]",
+        help="The judge's answer length limit in tokens. "
+        f"\\[default: {remote_settings.JUDGE_MAX_TOKENS}]",
         metavar="N",
         show_default=False,
         rich_help_panel=JUDGE,
@@ -100,7 +103,7 @@ def judge_config(
     """The judge's settings from the flags (None when no judge option is given); a judge
     option without --judge-model is a usage error."""
     from curate.errors import UsageError
-    from curate.graders.judge import DEFAULT_KEY_ENV, JudgeConfig
+    from curate.graders.judge import JudgeConfig
 
     given = {
         "--judge-base-url": base_url,
@@ -115,15 +118,18 @@ def judge_config(
         if named:
             raise UsageError(f"{', '.join(named)} need --judge-model (and --grader judge)")
         return None
-    defaults = JudgeConfig(model=model)
+    # Options not given keep the config's declared defaults.
+    chosen = {
+        "api_key_env": key_env,
+        "concurrency": concurrency,
+        "max_tokens": max_tokens,
+    }
     config = JudgeConfig(
         model=model,
         base_url=base_url,
-        api_key_env=key_env or DEFAULT_KEY_ENV,
         rubric_path=rubric,
         price_per_mtok=price,
-        concurrency=concurrency if concurrency is not None else defaults.concurrency,
-        max_tokens=max_tokens if max_tokens is not None else defaults.max_tokens,
+        **{name: value for name, value in chosen.items() if value is not None},  # type: ignore[arg-type]
     )
     from curate.graders.judge import load_rubric
 

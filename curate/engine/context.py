@@ -5,11 +5,11 @@ option to change (exit 2); `--no-context-check` skips it."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from curate.errors import UsageError
+from curate.remote.settings import RemoteSettings
 
 if TYPE_CHECKING:
     from curate.core.prompts import Mode, Prompt
@@ -120,18 +120,20 @@ def _local(opts: EvalOptions, prompts: dict[str, Prompt], mode: Mode) -> Context
 def _endpoint(opts: EvalOptions, prompts: dict[str, Prompt], mode: Mode) -> ContextCheck | None:
     from curate.backends.context import LOWER_BOUND_CHARS, Endpoint
 
-    given = opts.backend_options()
+    remote = getattr(opts.backend_options(), "remote", None)
+    if not isinstance(remote, RemoteSettings):
+        return None
     # A pool's endpoints serve the same model: the first one speaks for them.
-    urls = given.urls() if hasattr(given, "urls") else ()
-    url = (urls[0] if urls else None) or os.environ.get("OPENAI_BASE_URL")
-    if not url:
+    urls = remote.urls()
+    if not urls:
         return None  # OpenAI's own API publishes no max_model_len: nothing to check against
+    url = urls[0]
     try:
         import httpx  # noqa: F401  (comes with the openai extra)
     except ImportError:
         return None
-    key = os.environ.get(str(getattr(given, "api_key_env", "OPENAI_API_KEY")), "") or None
-    endpoint = Endpoint(url, opts.model, key)
+    secret = remote.api_key()
+    endpoint = Endpoint(url, opts.model, secret.reveal() if secret is not None else None)
     try:
         window = endpoint.window()
         if window is None:

@@ -2,7 +2,8 @@
 
 The formats sit in the ground floor's `Registry` (as backends do): each is the
 `FORMAT` of its module, imported when first asked for. `FORMATS` is a read-only
-name -> format view of it, in registration order.
+name -> format view of it, in registration order. Other packages add formats through
+the ``curate.exports`` entry-point group: the entry point names an `ExportFormat`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ REGISTRY: Registry[ExportFormat] = Registry(
     "format",
     normalise=_key,
     unknown=lambda name, names: f"unknown --format '{name}' (choose from {', '.join(names)})",
+    group="curate.exports",
 )
 for _name, _module in (
     ("jsonl", "jsonl"),

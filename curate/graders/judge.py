@@ -10,12 +10,13 @@ row, with the judge's text kept (in the message, shortened, and in ``extracted``
 never a 0.
 
 Calls go through the remote-call core (``curate.remote``: retries, pacing, adaptive
-concurrency, the outage watch, key scrubbing) with the OpenAI backend's wire format and
-fault classifier. Each answer is cached on disk (``judge_cache.jsonl`` in the run
-directory), keyed by the SHA-256 of (rubric, judge model, prompt, completion,
-reference), so a re-run, a resume or a re-grade never pays for the same judgement
-twice. Lines are appended whole with one write each; a torn last line (a kill
-mid-write) is skipped when read. The key is never written anywhere.
+concurrency, the outage watch, key scrubbing) in the OpenAI-compatible wire format
+(``curate.remote.openai_wire``, shared with the OpenAI backend), with the judge's
+declared remote settings (``curate.remote.settings.JUDGE``). Each answer is cached on
+disk (``judge_cache.jsonl`` in the run directory), keyed by the SHA-256 of (rubric,
+judge model, prompt, completion, reference), so a re-run, a resume or a re-grade never
+pays for the same judgement twice. Lines are appended whole with one write each; a torn
+last line (a kill mid-write) is skipped when read. The key is never written anywhere.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import json
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -47,16 +48,20 @@ from curate.remote import (
     Rejected,
     RemoteCaller,
     RemoteStats,
-    RetryPolicy,
-    Secret,
     Unreachable,
     redact_url,
     run_pool,
     scrub,
 )
+from curate.remote.settings import (
+    JUDGE,
+    JUDGE_MAX_TOKENS,
+    OPENAI_KEY_ENV,
+    PLACEHOLDER_KEY,
+    RemoteSettings,
+)
 
 CACHE_FILE = "judge_cache.jsonl"
-DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 PLACEHOLDERS = ("prompt", "completion", "reference")
 _PLACEHOLDER = re.compile(r"\{(prompt|completion|reference)\}")
 # The judge's text kept in an error message, and in `extracted` of an error row.
@@ -180,20 +185,29 @@ class JudgeConfig:
 
     model: str
     base_url: str | None = None  # None: $OPENAI_BASE_URL
-    api_key_env: str = DEFAULT_KEY_ENV
+    # How to reach the judge: defaults and checks are the judge's remote settings'.
+    api_key_env: str = OPENAI_KEY_ENV
     rubric_path: Path | None = None  # None: the built-in rubric
     price_per_mtok: float | None = None  # USD per million judge tokens (in and out)
-    concurrency: int = 16
-    timeout: float = 120.0
-    max_retries: int = 6
-    max_tokens: int = 512
+    concurrency: int = JUDGE.concurrency
+    timeout: float = JUDGE.timeout
+    max_retries: int = JUDGE.max_retries
+    max_tokens: int = JUDGE_MAX_TOKENS
     cache_path: Path | None = None  # None: no cache (a run sets RUN/judge_cache.jsonl)
+    # The settings the judge's calls run with, built (and validated) from the above.
+    remote: RemoteSettings = field(default=JUDGE, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.model.strip():
             raise UsageError("--judge-model: empty model name")
-        if self.concurrency < 1:
-            raise UsageError(f"--judge-concurrency {self.concurrency}: expected at least 1")
+        remote = JUDGE.replace(
+            base_urls=(self.base_url,) if self.base_url else None,
+            api_key_env=self.api_key_env,
+            concurrency=self.concurrency,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+        )
+        object.__setattr__(self, "remote", remote)
         if self.price_per_mtok is not None and not (
             self.price_per_mtok >= 0 and self.price_per_mtok != float("inf")
         ):
@@ -202,18 +216,21 @@ class JudgeConfig:
             )
         if self.max_tokens < 1:
             raise UsageError(f"--judge-max-tokens {self.max_tokens}: expected at least 1")
-        if not self.timeout > 0:
-            raise UsageError(f"--judge-timeout {self.timeout:g}: expected a positive number")
+
+    @classmethod
+    def default(cls, name: str) -> Any:
+        """The declared default of field `name` (for the flags' help)."""
+        return next(f.default for f in fields(cls) if f.name == name)
 
 
 def judge_record(config: JudgeConfig, rubric: str) -> dict[str, Any]:
     """What the manifest keeps about the judge (never the key: only its variable's name)."""
-    url = config.base_url or os.environ.get("OPENAI_BASE_URL") or ""
+    urls = config.remote.urls()
     return {
         "model": config.model,
         "rubric": str(config.rubric_path) if config.rubric_path is not None else "default",
         "rubric_sha256": hashlib.sha256(rubric.encode()).hexdigest(),
-        "base_url": redact_url(url) if url else None,
+        "base_url": redact_url(urls[0]) if urls else None,
         "api_key_env": config.api_key_env,
         "price_per_mtok": config.price_per_mtok,
     }
@@ -320,20 +337,11 @@ class JudgeGrader:
         self.name = name
         self.config = config
         self.rubric = load_rubric(config.rubric_path)
-        key = os.environ.get(config.api_key_env, "")
-        if not key:
-            if config.api_key_env != DEFAULT_KEY_ENV:
-                raise UsageError(
-                    f"--judge-api-key-env: the environment variable {config.api_key_env} is not set"
-                )
-            key = "EMPTY"  # local servers want some key; the SDK refuses none
-        self._key = Secret(key)
-        url = config.base_url or os.environ.get("OPENAI_BASE_URL") or ""
-        if not url:
+        self._key = config.remote.sdk_key()
+        urls = config.remote.urls()
+        if not urls:
             raise UsageError("--grader judge needs --judge-base-url (or OPENAI_BASE_URL)")
-        if not url.startswith(("http://", "https://")):
-            raise UsageError(f"--judge-base-url must be an http(s) URL, not {redact_url(url)!r}")
-        self.base_url = url
+        self.base_url = urls[0]
         self.cache = JudgeCache(config.cache_path)
         self.usage = JudgeUsage(price_per_mtok=config.price_per_mtok)
         self.stats = RemoteStats()
@@ -343,7 +351,8 @@ class JudgeGrader:
         return judge_record(self.config, self.rubric)
 
     def scrub(self, text: str) -> str:
-        return scrub(text, None if self._key.reveal() == "EMPTY" else self._key)
+        # The placeholder is no secret, and blanking it would garble messages.
+        return scrub(text, None if self._key.reveal() == PLACEHOLDER_KEY else self._key)
 
     def grade_batch(
         self,
@@ -373,34 +382,19 @@ class JudgeGrader:
         return [job.result or error_result("judge: no answer") for job in jobs]
 
     async def _judge_all(self, jobs: list[_Job]) -> None:
-        import openai
+        # The openai SDK is imported when a judge first grades, not when one is built.
+        from curate.remote.openai_wire import async_client, classify
 
-        from curate.backends.openai_api import ClientConfig, _http_client, classify
-
-        cfg = self.config
-        caller = RemoteCaller(
-            classify,
-            policy=RetryPolicy(max_retries=cfg.max_retries),
-            concurrency=cfg.concurrency,
-            timeout=cfg.timeout,
-            stats=self.stats,
-            answered=self._answered,
-        )
-        http = _http_client(ClientConfig(concurrency=cfg.concurrency, timeout=cfg.timeout))
-        client = openai.AsyncOpenAI(
-            api_key=self._key.reveal(),
-            base_url=self.base_url,
-            max_retries=0,  # the core retries
-            timeout=cfg.timeout,
-            http_client=http,
-        )
+        remote = self.config.remote
+        caller = remote.caller(classify, stats=self.stats, answered=self._answered)
+        client = async_client(remote, self.base_url, self._key)
         endpoint = client.chat.completions.with_raw_response
 
         async def work(job: _Job) -> None:
             job.result = await self._judge_one(caller, endpoint, job)
 
         try:
-            await run_pool(jobs, 2 * cfg.concurrency, work)
+            await run_pool(jobs, 2 * remote.concurrency, work)
         finally:
             self._answered = caller.answered
             caller.finish()
@@ -408,14 +402,15 @@ class JudgeGrader:
                 await client.close()
 
     async def _judge_one(self, caller: RemoteCaller, endpoint: Any, job: _Job) -> GradeResult:
-        from curate.backends.openai_api import parse_body
+        from curate.remote.openai_wire import parse_body, request_body
 
-        body = {
-            "model": self.config.model,
-            "messages": [{"role": "user", "content": job.message}],
-            "temperature": 0.0,
-            "max_tokens": self.config.max_tokens,
-        }
+        body = request_body(
+            self.config.model,
+            job.message,
+            "chat",
+            max_tokens=self.config.max_tokens,
+            temperature=0.0,
+        )
 
         async def send() -> bytes:
             raw = await endpoint.create(**body)

@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from curate.core.registry import Registry, did_you_mean
-from curate.errors import UsageError
+from curate.errors import CurateError, UsageError
 from curate.graders.base import Grader, GraderOptions, ScoreRange
 from curate.graders.numeric import reference_number
 
@@ -61,7 +61,11 @@ GRADER_NAMES: tuple[str, ...] = (
     "reward-model",
 )
 
-GRADERS: Registry[GraderFactory] = Registry("grader", normalise=lambda name: name.strip().lower())
+# Other packages add grader kinds through the ``curate.graders`` entry-point group: the
+# entry point names a factory of the same signature as the built-in ones.
+GRADERS: Registry[GraderFactory] = Registry(
+    "grader", normalise=lambda name: name.strip().lower(), group="curate.graders"
+)
 GRADERS.add(
     "exact",
     "curate.graders.simple:exact_grader",
@@ -138,9 +142,10 @@ def grader_kind(spec: str | None) -> str:
 
 
 def _unknown(spec: str) -> UsageError:
-    close = did_you_mean(spec.partition(":")[0], GRADERS.names())
+    names = [*GRADER_NAMES, *(entry.name for entry in GRADERS.plugins())]
+    close = did_you_mean(spec.partition(":")[0], names)
     hint = f" (did you mean '{close}'?)" if close else ""
-    return UsageError(f"unknown grader {spec!r}{hint}; expected one of: {', '.join(GRADER_NAMES)}")
+    return UsageError(f"unknown grader {spec!r}{hint}; expected one of: {', '.join(names)}")
 
 
 def get_grader(
@@ -193,7 +198,19 @@ def get_grader(
         reward_model=reward_model,
         judge=judge,
     )
-    return GRADERS.get(kind)(spec, argument if sep else None, options)
+    factory = GRADERS.get(kind)
+    plugin = GRADERS.entry(kind).plugin
+    if plugin is None:
+        return factory(spec, argument if sep else None, options)
+    try:
+        return factory(spec, argument if sep else None, options)
+    except CurateError:
+        raise
+    except Exception as exc:
+        # Another package's factory refusing the spec: one line naming it, as ours do.
+        raise UsageError(
+            f"grader {spec!r} (from the {plugin} package): {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def default_grader_spec(references: Sequence[object]) -> str:

@@ -21,12 +21,12 @@ each candidate in turn (or taken from `--reward-endpoint`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
-import os
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import httpx  # the openai extra brings it; a missing one fails at grader selection
@@ -54,7 +54,6 @@ from curate.remote import (
     RemoteCaller,
     RemoteStats,
     Retryable,
-    RetryPolicy,
     Secret,
     Unreachable,
     is_name_resolution_failure,
@@ -65,6 +64,7 @@ from curate.remote import (
     status_retry_cause,
     stream_from_loop,
 )
+from curate.remote.settings import REWARD_MODEL, RemoteSettings
 
 ENDPOINTS: Final = ("classify", "pooling", "score")
 # Auto-detection tries them in this order: `/classify` answers with every label's value,
@@ -84,11 +84,15 @@ class RewardModelConfig:
 
     base_url: str
     model: str | None = None
-    api_key_env: str | None = None
+    # How to reach the server: defaults and checks are the reward model's remote
+    # settings' (no key unless a variable is named).
+    api_key_env: str | None = REWARD_MODEL.api_key_env
     endpoint: str = AUTO
-    concurrency: int = 16
-    timeout: float = 60.0
-    max_retries: int = 4
+    concurrency: int = REWARD_MODEL.concurrency
+    timeout: float = REWARD_MODEL.timeout
+    max_retries: int = REWARD_MODEL.max_retries
+    # The settings the requests run with, built (and validated) from the above.
+    remote: RemoteSettings = field(default=REWARD_MODEL, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
@@ -101,12 +105,15 @@ class RewardModelConfig:
                 f"--reward-endpoint {self.endpoint!r}: expected one of auto, "
                 + ", ".join(ENDPOINTS)
             )
-        if self.concurrency < 1:
-            raise UsageError("--reward-concurrency must be at least 1")
-        if not (math.isfinite(self.timeout) and self.timeout > 0):
-            raise UsageError("--reward-timeout must be a positive number of seconds")
-        if self.max_retries < 0:
-            raise UsageError("--reward-max-retries must be 0 or more")
+        remote = dataclasses.replace(
+            REWARD_MODEL,
+            base_urls=(self.base_url,),
+            api_key_env=self.api_key_env,
+            concurrency=self.concurrency,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+        )
+        object.__setattr__(self, "remote", remote)
 
     @property
     def root(self) -> str:
@@ -116,14 +123,9 @@ class RewardModelConfig:
 
     def secret(self) -> Secret | None:
         """The API key from the environment, or None when no variable is named."""
-        if self.api_key_env is None:
-            return None
-        value = os.environ.get(self.api_key_env)
-        if not value:
-            raise UsageError(
-                f"--reward-api-key-env {self.api_key_env}: the variable is not set or empty"
-            )
-        return Secret(value)
+        return self.remote.api_key(
+            missing="{flag} {name}: the variable is not set or empty", may_be_unset=None
+        )
 
 
 # --------------------------------------------------------------------------- values
@@ -287,7 +289,7 @@ class RewardModelGrader:
         self.score_range = score_range
         self._secret = config.secret()
         self.stats = RemoteStats()
-        self.policy = RetryPolicy(max_retries=config.max_retries)
+        self.policy = config.remote.policy()
         self._answered = False
         self._lock = threading.Lock()
         self.endpoint: str | None = None if config.endpoint == AUTO else config.endpoint
@@ -364,13 +366,8 @@ class RewardModelGrader:
 
     def _run(self, endpoint: str, items: Sequence[tuple[object, str]]) -> list[GradeResult]:
         """`_rewards` on a background event loop (the engine is synchronous)."""
-        caller = RemoteCaller(
-            classify_fault,
-            policy=self.policy,
-            concurrency=self.config.concurrency,
-            timeout=self.config.timeout,
-            stats=self.stats,
-            answered=self._answered,
+        caller = self.config.remote.caller(
+            classify_fault, policy=self.policy, stats=self.stats, answered=self._answered
         )
         out: list[list[GradeResult]] = []
 

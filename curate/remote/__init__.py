@@ -5,10 +5,12 @@ pacing (`pacing`), a concurrency limit that halves on 429 storms and grows back
 (`concurrency`), a watch for an endpoint that has gone away or refuses everything
 (`health`), one attempt loop that ties these together around a caller's own send
 and parse (`caller`), a bridge that streams results of async work on a background
-loop to synchronous code (`bridge`), and key scrubbing (`secrets`).
+loop to synchronous code (`bridge`), key scrubbing (`secrets`), and the settings every
+client shares, with each client's declared defaults (`settings`).
 
 Nothing here knows a provider: a caller brings its wire format and one hook that
-says what an exception of its SDK means (`Classifier`).
+says what an exception of its SDK means (`Classifier`). The OpenAI-compatible wire
+format is `openai_wire`, which imports the openai SDK and so is not imported here.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from curate.remote.retry import (
     status_retry_cause,
 )
 from curate.remote.secrets import Secret, redact_url, scrub
+from curate.remote.settings import RemoteSettings
 from curate.remote.stats import RemoteStats
 
 __all__ = [
@@ -53,6 +56,7 @@ __all__ = [
     "Pacer",
     "Rejected",
     "RemoteCaller",
+    "RemoteSettings",
     "RemoteStats",
     "RetryPolicy",
     "Retryable",

@@ -13,9 +13,10 @@ import pytest
 
 pytest.importorskip("openai")
 
-from curate.backends.openai_api import open_openai, replica_fault
+from curate.backends.openai_api import open_openai
 from curate.backends.openai_options import OpenAIOptions
 from curate.errors import UsageError
+from curate.remote.openai_wire import replica_fault
 from curate.store.run_dir import RolloutStore
 from tests.backends.fault_proxy import FakeOpenAIServer, FaultProxy
 from tests.backends.test_openai_unit import FAST, SAMPLING, requests_for

@@ -13,20 +13,18 @@ import pytest
 pytest.importorskip("openai")
 
 from curate.backends.base import GenerationRequest, SamplingConfig, StreamingBackend
-from curate.backends.openai_api import (
+from curate.backends.openai_api import open_openai
+from curate.core.seeds import derive_seed
+from curate.errors import RunError, UsageError
+from curate.remote import (
     AdaptiveConcurrency,
+    Retryable,
     TokenBucket,
-    completion_token_split,
-    open_openai,
-    parse_body,
     parse_retry_after,
     redact_url,
     scrub,
-    split_total,
 )
-from curate.core.seeds import derive_seed
-from curate.errors import RunError, UsageError
-from curate.remote import Retryable
+from curate.remote.openai_wire import completion_token_split, parse_body, split_total
 from tests.backends.fault_proxy import (
     FakeOpenAIServer,
     FaultProxy,

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from curate.backends.openai_api import parse_body
 from curate.errors import UsageError
+from curate.remote.openai_wire import parse_body
 
 
 def _body(choice: dict[str, object]) -> bytes:
