@@ -1,0 +1,182 @@
+"""Intervals for the figures past the rollouts taken: what the data cannot say.
+
+With N rollouts per sample, two populations can give almost the same counts and still
+open very different shares of groups at G > N: a sample never solved in 8 tries could
+have a pass rate of exactly 0 (never opens) or of 0.01 (opens one group of 64 in two).
+A bootstrap of the fit would only show how the best fit moves between resamples; the
+interval here also holds every population the data cannot rule out.
+
+For a figure that is linear in the prior, a^T f (the population share of mixed groups
+at G: a_j = 1 - p_j^G - (1 - p_j)^G; a difference of two such shares for the
+multiplier), the interval is the smallest and largest value of a^T f over every prior f
+on the grid whose likelihood is within LEVEL_CUT of the NPMLE's: a profile-likelihood
+interval (likelihood ratio test at 95%, chi-square with one degree of freedom), which
+for a functional the data pins down is the usual 95% interval, and for one it cannot
+pin down widens to the range the data allows. The likelihood is the one the NPMLE
+maximises, so ragged n and adaptive stopping are handled the same way
+(`curate.stats.prior`).
+
+Each bound is a convex problem (a linear objective over the simplex, within a convex
+likelihood set), solved by a primal log-barrier Newton method on the grid's weights.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from curate.stats.prior import PriorFit
+
+# chi-square(1) 95% quantile / 2: the log-likelihood drop a 95% interval allows.
+LEVEL = 0.95
+LEVEL_CUT = 3.841458820694124 / 2
+# The barrier method stops when its duality gap is below this (in units of the figure,
+# a share in [0, 1]).
+BOUND_GAP = 1e-6
+NEWTON_STEPS = 100
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A figure's 95% interval."""
+
+    low: float
+    high: float
+
+    @property
+    def width(self) -> float:
+        return self.high - self.low
+
+    def to_dict(self) -> dict[str, float]:
+        return {"low": self.low, "high": self.high}
+
+
+def mixed_coefficients(atoms: NDArray[np.float64], group_size: int) -> NDArray[np.float64]:
+    """u_G(p_j) = 1 - p_j^G - (1 - p_j)^G on the grid (0 for G <= 1)."""
+    if group_size <= 1:
+        return np.zeros_like(atoms)
+    return np.asarray(1.0 - atoms**group_size - (1.0 - atoms) ** group_size)
+
+
+def _bound(fit: PriorFit, coef: NDArray[np.float64], sign: float) -> float:
+    """max (sign = 1) or min (sign = -1) of coef^T f over the likelihood set."""
+    kernel = fit.kernel
+    share = fit.counts / fit.counts.sum()
+    columns = kernel.shape[1]
+    f_hat = fit.prior.weights
+    slack = LEVEL_CUT / float(fit.counts.sum())  # in mean log-likelihood per sample
+
+    def ell(f: NDArray[np.float64]) -> float:
+        return float(share @ np.log(kernel @ f))
+
+    floor = ell(f_hat) - slack
+    # A strictly interior start: the NPMLE with a sliver of the uniform distribution,
+    # small enough to stay inside the likelihood set.
+    f = (1.0 - 1e-3 * slack) * f_hat + 1e-3 * slack / columns
+
+    def barrier(g: NDArray[np.float64], t: float) -> float:
+        if (g <= 0.0).any():
+            return math.inf
+        room = ell(g) - floor
+        if room <= 0.0:
+            return math.inf
+        return float(-t * sign * (coef @ g) - math.log(room) - np.sum(np.log(g)))
+
+    t = 1.0
+    ones = np.ones(columns)
+    while True:
+        for _ in range(NEWTON_STEPS):
+            kf = kernel @ f
+            room = float(share @ np.log(kf)) - floor
+            grad_l = kernel.T @ (share / kf)
+            grad = -t * sign * coef - grad_l / room - 1.0 / f
+            # The Hessian is diag(1/f^2) plus a term of rank rows + 1:
+            # K^T diag(s / (K f)^2) K / room + grad_l grad_l^T / room^2.
+            low_rank = np.column_stack(
+                [kernel.T * (np.sqrt(share) / kf) / math.sqrt(room), grad_l / room]
+            )
+            step = _newton_step(f * f, low_rank, grad, ones)
+            decrement = -float(grad @ step)
+            if decrement < 2e-12:
+                break
+            s, start = 1.0, barrier(f, t)
+            while barrier(f + s * step, t) > start - 0.25 * s * decrement and s > 1e-14:
+                s *= 0.5
+            f = f + s * step
+        if (columns + 1) / t < BOUND_GAP:
+            break
+        t *= 20.0
+    return float(coef @ f)
+
+
+def _newton_step(
+    diag_inv: NDArray[np.float64],
+    low_rank: NDArray[np.float64],
+    grad: NDArray[np.float64],
+    ones: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """The Newton step on the simplex (H d + 1 nu = -grad, 1^T d = 0) for
+    H = diag(1 / diag_inv) + U U^T, by the Woodbury identity when U has fewer columns
+    than rows (a few histogram rows against the grid), else by a dense solve."""
+    rows, rank = low_rank.shape
+    if rank < rows:
+        scaled = low_rank * diag_inv[:, None]
+        core = np.eye(rank) + low_rank.T @ scaled
+
+        def solve(v: NDArray[np.float64]) -> NDArray[np.float64]:
+            dv = diag_inv * v
+            return np.asarray(dv - scaled @ np.linalg.solve(core, low_rank.T @ dv))
+    else:
+        hess = np.diag(1.0 / diag_inv) + low_rank @ low_rank.T
+
+        def solve(v: NDArray[np.float64]) -> NDArray[np.float64]:
+            return np.asarray(np.linalg.solve(hess, v))
+
+    h_g, h_1 = solve(grad), solve(ones)
+    return np.asarray(-(h_g - h_1 * (ones @ h_g) / (ones @ h_1)))
+
+
+def linear_interval(fit: PriorFit, coef: NDArray[np.float64]) -> Interval:
+    """The 95% profile-likelihood interval of coef^T f (module docstring)."""
+    point = float(coef @ fit.prior.weights)
+    if fit.counts.size == 0:
+        return Interval(float(coef.min()), float(coef.max()))
+    low, high = _bound(fit, coef, -1.0), _bound(fit, coef, 1.0)
+    # The NPMLE is inside the set, so each bound is at least as far out as the point
+    # estimate; rounding in the solver must not put it on the wrong side.
+    return Interval(min(low, point), max(high, point))
+
+
+def mixed_interval(fit: PriorFit, group_size: int) -> Interval:
+    """95% interval of the population share of mixed groups at `group_size`."""
+    return linear_interval(fit, mixed_coefficients(fit.prior.atoms, group_size))
+
+
+def gain_interval(fit: PriorFit, small: int, large: int) -> Interval:
+    """95% interval of how many more groups are mixed at `large` than at `small`."""
+    atoms = fit.prior.atoms
+    return linear_interval(
+        fit, mixed_coefficients(atoms, large) - mixed_coefficients(atoms, small)
+    )
+
+
+def multiplier_range(
+    gain: Callable[[int], Interval], max_multiplier: int, min_gain: float
+) -> tuple[int, int]:
+    """(lowest, highest) multiplier the data allows under the rule "the smallest m at
+    which going from G*m to G*(m+1) adds fewer than `min_gain`": `gain(m)` is the
+    interval of that step's gain. The lowest is the first m whose gain could be below
+    `min_gain`, the highest the first whose gain surely is (or `max_multiplier`)."""
+    low = high = None
+    for m in range(1, max_multiplier + 1):
+        step = gain(m)
+        if low is None and step.low < min_gain:
+            low = m
+        if step.high < min_gain:
+            high = m
+            break
+    return (low or max_multiplier, high or max_multiplier)
