@@ -29,7 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from curate.stats.prior import PriorFit
+from curate.stats.mixed import ScoreModel
+from curate.stats.prior import GridPrior, Likelihood
 
 # chi-square(1) 95% quantile / 2: the log-likelihood drop a 95% interval allows.
 LEVEL = 0.95
@@ -62,13 +63,14 @@ def mixed_coefficients(atoms: NDArray[np.float64], group_size: int) -> NDArray[n
     return np.asarray(1.0 - atoms**group_size - (1.0 - atoms) ** group_size)
 
 
-def _bound(fit: PriorFit, coef: NDArray[np.float64], sign: float) -> float:
+def _bound(
+    f_hat: NDArray[np.float64], data: Likelihood, coef: NDArray[np.float64], sign: float
+) -> float:
     """max (sign = 1) or min (sign = -1) of coef^T f over the likelihood set."""
-    kernel = fit.kernel
-    share = fit.counts / fit.counts.sum()
+    kernel = data.kernel
+    share = data.counts / data.counts.sum()
     columns = kernel.shape[1]
-    f_hat = fit.prior.weights
-    slack = LEVEL_CUT / float(fit.counts.sum())  # in mean log-likelihood per sample
+    slack = LEVEL_CUT / float(data.counts.sum())  # in mean log-likelihood per sample
 
     def ell(f: NDArray[np.float64]) -> float:
         return float(share @ np.log(kernel @ f))
@@ -140,28 +142,65 @@ def _newton_step(
     return np.asarray(-(h_g - h_1 * (ones @ h_g) / (ones @ h_1)))
 
 
-def linear_interval(fit: PriorFit, coef: NDArray[np.float64]) -> Interval:
-    """The 95% profile-likelihood interval of coef^T f (module docstring)."""
-    point = float(coef @ fit.prior.weights)
-    if fit.counts.size == 0:
+def linear_interval(prior: GridPrior, coef: NDArray[np.float64]) -> Interval:
+    """The 95% profile-likelihood interval of coef^T f (module docstring); a prior with
+    no data behind it allows anything between the smallest and largest coefficient."""
+    point = float(coef @ prior.weights)
+    data = prior.likelihood
+    if data is None or data.counts.size == 0:
         return Interval(float(coef.min()), float(coef.max()))
-    low, high = _bound(fit, coef, -1.0), _bound(fit, coef, 1.0)
+    low = _bound(prior.weights, data, coef, -1.0)
+    high = _bound(prior.weights, data, coef, 1.0)
     # The NPMLE is inside the set, so each bound is at least as far out as the point
     # estimate; rounding in the solver must not put it on the wrong side.
     return Interval(min(low, point), max(high, point))
 
 
-def mixed_interval(fit: PriorFit, group_size: int) -> Interval:
+def _has_likelihood(prior: object) -> bool:
+    return isinstance(prior, GridPrior) and prior.likelihood is not None
+
+
+def can_bound(model: ScoreModel) -> bool:
+    """Whether every prior behind `model` carries the likelihood it was fitted to."""
+    if model.is_binary:
+        return _has_likelihood(model.priors[1])
+    rare = [] if model.rare is None else [model.rare]
+    return all(_has_likelihood(p) for p in (*model.priors, *rare))
+
+
+def gain_interval(model: ScoreModel, small: int, large: int) -> Interval:
+    """95% interval of how many more groups are mixed at `large` than at `small`
+    (`small` = 1: the mixed share at `large` itself).
+
+    0/1 scores: one linear functional of the pass-rate prior, u_large - u_small.
+    Partial credit: the share is 1 - sum_v E[r_v^G] over per-value priors fitted apart,
+    so the gain is sum_v E[r_v^small - r_v^large]; its interval adds up each value's
+    (a conservative combination: every value at its own extreme at once)."""
+    if model.is_binary:
+        prior = model.priors[1]
+        assert isinstance(prior, GridPrior)
+        atoms = prior.atoms
+        return linear_interval(
+            prior, mixed_coefficients(atoms, large) - mixed_coefficients(atoms, small)
+        )
+    low = high = 0.0
+    parts = [(p, 1) for p in model.priors]
+    if model.rare is not None:
+        parts.append((model.rare, model.rare_values))
+    for prior, copies in parts:
+        assert isinstance(prior, GridPrior)
+        one = linear_interval(prior, prior.atoms**small - prior.atoms**large)
+        low += copies * one.low
+        high += copies * one.high
+    return Interval(max(-1.0, low), min(1.0, high))
+
+
+def mixed_interval(model: ScoreModel, group_size: int) -> Interval:
     """95% interval of the population share of mixed groups at `group_size`."""
-    return linear_interval(fit, mixed_coefficients(fit.prior.atoms, group_size))
-
-
-def gain_interval(fit: PriorFit, small: int, large: int) -> Interval:
-    """95% interval of how many more groups are mixed at `large` than at `small`."""
-    atoms = fit.prior.atoms
-    return linear_interval(
-        fit, mixed_coefficients(atoms, large) - mixed_coefficients(atoms, small)
-    )
+    if group_size <= 1:
+        return Interval(0.0, 0.0)
+    share = gain_interval(model, 1, group_size)
+    return Interval(max(0.0, share.low), min(1.0, share.high))
 
 
 def multiplier_range(

@@ -54,8 +54,9 @@ GRID_LOGIT = 9.0
 # serves histograms of up to DUAL_ROWS distinct (n, c) rows (a Newton step solves a
 # rows x rows system), EM the longer ones. EM stops when an iteration raises the mean
 # log-likelihood per sample by less than TOLERANCE, or after MAX_ITERATIONS.
-GAP = 1e-10
+GAP = 1e-9
 NEWTON_STEPS = 100
+POLISH_STEPS = 50
 DUAL_ROWS = 400
 TOLERANCE = 1e-11
 MAX_ITERATIONS = 20000
@@ -108,11 +109,26 @@ def _log_kernel(
 
 
 @dataclass(frozen=True, eq=False)
+class Likelihood:
+    """The likelihood a fitted prior maximises, for the intervals
+    (`curate.stats.intervals`): `kernel[i, j]` is the likelihood of histogram row i
+    (c[i] passes in n[i]) at grid point j, each row scaled so its largest entry is 1,
+    and `counts[i]` the samples in row i."""
+
+    n: NDArray[np.float64]
+    c: NDArray[np.float64]
+    counts: NDArray[np.float64]
+    kernel: NDArray[np.float64]
+
+
+@dataclass(frozen=True, eq=False)
 class GridPrior:
-    """A discrete distribution of pass rates: `weights[j]` at `atoms[j]`."""
+    """A discrete distribution of pass rates: `weights[j]` at `atoms[j]`; `likelihood`
+    is what it was fitted to (None for a prior built by hand or mirrored)."""
 
     atoms: NDArray[np.float64]
     weights: NDArray[np.float64]
+    likelihood: Likelihood | None = field(default=None, repr=False)
     _cache: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -190,21 +206,6 @@ class GridPrior:
         }
 
 
-@dataclass(frozen=True, eq=False)
-class PriorFit:
-    """An NPMLE and the likelihood it maximises, for the intervals
-    (`curate.stats.intervals`): `kernel[i, j]` is the likelihood of histogram row i at
-    grid point j (rows scaled so their largest entry is 1), `counts[i]` the samples in
-    row i, `loglik` the maximised sum_i counts_i log(kernel_i . weights)."""
-
-    prior: GridPrior
-    n: NDArray[np.float64]
-    c: NDArray[np.float64]
-    counts: NDArray[np.float64]
-    kernel: NDArray[np.float64]
-    loglik: float
-
-
 def _em_step(
     f: NDArray[np.float64], kernel: NDArray[np.float64], share: NDArray[np.float64]
 ) -> NDArray[np.float64]:
@@ -249,6 +250,7 @@ def _solve_dual(kernel: NDArray[np.float64], share: NDArray[np.float64]) -> NDAr
             return math.inf
         return float(-s @ np.log(v) - mu * np.sum(np.log(slack)))
 
+    best, best_ll = np.full(columns, 1.0 / columns), -math.inf
     while True:
         for _ in range(NEWTON_STEPS):
             slack = 1.0 - kernel.T @ nu
@@ -262,25 +264,34 @@ def _solve_dual(kernel: NDArray[np.float64], share: NDArray[np.float64]) -> NDAr
             while barrier(nu + t * step, mu) > start - 0.25 * t * decrement and t > 1e-14:
                 t *= 0.5
             nu = nu + t * step
+        # The primal weights from this barrier level. 1 - K^T v loses digits as mu
+        # shrinks (it is about mu / f_j on the support), so the best level by the
+        # primal likelihood is kept rather than the last.
+        weights = mu / (1.0 - kernel.T @ nu)
+        if np.all(np.isfinite(weights)) and weights.sum() > 0.0:
+            f = weights / weights.sum()
+            ll = _mean_loglik(f, kernel, s)
+            if ll > best_ll:
+                best, best_ll = f, ll
         if mu * columns < GAP:
             break
         mu *= 0.1
-    weights = mu / (1.0 - kernel.T @ nu)
-    return np.asarray(weights / weights.sum(), dtype=np.float64)
+    # A few EM steps (each raises the likelihood) settle what the barrier left.
+    for _ in range(POLISH_STEPS):
+        best = _em_step(best, kernel, s)
+    return best
 
 
-def fit_npmle(
+def fit_prior_counts(
     counts: Iterable[tuple[int, float, int]], grid: NDArray[np.float64] | None = None
-) -> PriorFit:
+) -> GridPrior:
     """The NPMLE of the pass-rate distribution from (n, c, samples) rows (rows with n = 0
     or no samples are left out): the dual's barrier method up to DUAL_ROWS distinct
     rows, EM beyond."""
     rows = sorted((int(n), float(c), int(w)) for n, c, w in counts if n > 0 and w > 0)
     atoms = default_grid() if grid is None else np.asarray(grid, dtype=np.float64)
     if not rows:
-        flat = np.full(atoms.size, 1.0 / atoms.size)
-        empty = np.zeros(0)
-        return PriorFit(GridPrior(atoms, flat), empty, empty, empty, np.zeros((0, atoms.size)), 0.0)
+        return GridPrior(atoms, np.full(atoms.size, 1.0 / atoms.size))
     n = np.array([r[0] for r in rows], dtype=np.float64)
     c = np.array([r[1] for r in rows], dtype=np.float64)
     w = np.array([r[2] for r in rows], dtype=np.float64)
@@ -288,16 +299,4 @@ def fit_npmle(
     kernel = np.exp(log_k - log_k.max(axis=1, keepdims=True))
     share = w / w.sum()
     f = _solve_dual(kernel, share) if len(rows) <= DUAL_ROWS else _solve_em(kernel, share)
-    return PriorFit(
-        prior=GridPrior(atoms, f),
-        n=n,
-        c=c,
-        counts=w,
-        kernel=kernel,
-        loglik=float(w.sum()) * _mean_loglik(f, kernel, share),
-    )
-
-
-def fit_prior_counts(counts: Iterable[tuple[int, float, int]]) -> GridPrior:
-    """The pass-rate prior (the NPMLE) from (n, c, samples) rows."""
-    return fit_npmle(counts).prior
+    return GridPrior(atoms, f, Likelihood(n=n, c=c, counts=w, kernel=kernel))
