@@ -337,28 +337,31 @@ def _multiplier_intervals(
 ) -> None:
     """Fill the multiplier's intervals (`curate.stats.intervals`) where its figures
     need the prior, and say so in `reason` when the data cannot choose the multiplier."""
-    from curate.stats.intervals import Interval, can_bound, gain_interval, multiplier_range
+    from curate.stats.intervals import can_bound, gain_bound, multiplier_range
 
     if not can_bound(model):
         return
     g = m.group_size
     if not extrapolated(g * (m.recommended + 1), fewest, adaptive=adaptive):
         return  # every figure the recommendation rests on is observed
-    gains: dict[int, Interval] = {}
+    bounds: dict[tuple[int, float], float] = {}
 
-    def gain(k: int) -> Interval:
-        if k not in gains:
+    def gain(k: int, sign: float) -> float:
+        """One end of the interval of the gain from G*k to G*(k+1)."""
+        if (k, sign) not in bounds:
             if extrapolated(g * (k + 1), fewest, adaptive=adaptive):
-                gains[k] = gain_interval(model, g * k, g * (k + 1))
+                bounds[k, sign] = gain_bound(model, g * k, g * (k + 1), sign)
             else:  # both ends observed: the data's own figure
-                step = curve[k + 1] - curve[k]
-                gains[k] = Interval(step, step)
-        return gains[k]
+                bounds[k, sign] = curve[k + 1] - curve[k]
+        return bounds[k, sign]
 
-    low, high = multiplier_range(gain, MAX_MULTIPLIER, MULTIPLIER_MIN_GAIN)
+    low, high = multiplier_range(
+        lambda k: gain(k, -1.0), lambda k: gain(k, 1.0), MAX_MULTIPLIER, MULTIPLIER_MIN_GAIN
+    )
     low, high = min(low, m.recommended), max(high, m.recommended)
     m.recommended_range = {"low": low, "high": high}
-    m.next_gain_interval = gain(m.recommended).to_dict()
+    k = m.recommended
+    m.next_gain_interval = {"low": gain(k, -1.0), "high": gain(k, 1.0)}
     big = mixed_share_interval(model, m.recommended_group_size, fewest, adaptive=adaptive)
     m.recommended_open_interval = big.to_dict() if big is not None else None
     if low != high:

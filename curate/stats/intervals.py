@@ -37,7 +37,7 @@ LEVEL = 0.95
 LEVEL_CUT = 3.841458820694124 / 2
 # The barrier method stops when its duality gap is below this (in units of the figure,
 # a share in [0, 1]).
-BOUND_GAP = 1e-6
+BOUND_GAP = 1e-5
 NEWTON_STEPS = 100
 
 
@@ -88,7 +88,7 @@ def _bound(
             return math.inf
         return float(-t * sign * (coef @ g) - math.log(room) - np.sum(np.log(g)))
 
-    t = 1.0
+    t = float(columns + 1)  # where the duality gap is about 1: coarser is wasted
     ones = np.ones(columns)
     while True:
         for _ in range(NEWTON_STEPS):
@@ -105,7 +105,10 @@ def _bound(
             decrement = -float(grad @ step)
             if decrement < 2e-12:
                 break
-            s, start = 1.0, barrier(f, t)
+            # The longest step that keeps every weight positive, then backtracking.
+            shrinking = step < 0.0
+            s = min(1.0, 0.99 * float(np.min(-f[shrinking] / step[shrinking], initial=np.inf)))
+            start = barrier(f, t)
             while barrier(f + s * step, t) > start - 0.25 * s * decrement and s > 1e-14:
                 s *= 0.5
             f = f + s * step
@@ -145,15 +148,19 @@ def _newton_step(
 def linear_interval(prior: GridPrior, coef: NDArray[np.float64]) -> Interval:
     """The 95% profile-likelihood interval of coef^T f (module docstring); a prior with
     no data behind it allows anything between the smallest and largest coefficient."""
+    return Interval(linear_bound(prior, coef, -1.0), linear_bound(prior, coef, 1.0))
+
+
+def linear_bound(prior: GridPrior, coef: NDArray[np.float64], sign: float) -> float:
+    """The lower (sign = -1) or upper (sign = 1) end of `linear_interval`."""
     point = float(coef @ prior.weights)
     data = prior.likelihood
     if data is None or data.counts.size == 0:
-        return Interval(float(coef.min()), float(coef.max()))
-    low = _bound(prior.weights, data, coef, -1.0)
-    high = _bound(prior.weights, data, coef, 1.0)
+        return float(coef.max() if sign > 0 else coef.min())
     # The NPMLE is inside the set, so each bound is at least as far out as the point
     # estimate; rounding in the solver must not put it on the wrong side.
-    return Interval(min(low, point), max(high, point))
+    value = _bound(prior.weights, data, coef, sign)
+    return max(value, point) if sign > 0 else min(value, point)
 
 
 def _has_likelihood(prior: object) -> bool:
@@ -176,23 +183,25 @@ def gain_interval(model: ScoreModel, small: int, large: int) -> Interval:
     Partial credit: the share is 1 - sum_v E[r_v^G] over per-value priors fitted apart,
     so the gain is sum_v E[r_v^small - r_v^large]; its interval adds up each value's
     (a conservative combination: every value at its own extreme at once)."""
+    return Interval(gain_bound(model, small, large, -1.0), gain_bound(model, small, large, 1.0))
+
+
+def gain_bound(model: ScoreModel, small: int, large: int, sign: float) -> float:
+    """The lower (sign = -1) or upper (sign = 1) end of `gain_interval`."""
     if model.is_binary:
         prior = model.priors[1]
         assert isinstance(prior, GridPrior)
         atoms = prior.atoms
-        return linear_interval(
-            prior, mixed_coefficients(atoms, large) - mixed_coefficients(atoms, small)
-        )
-    low = high = 0.0
+        coef = mixed_coefficients(atoms, large) - mixed_coefficients(atoms, small)
+        return linear_bound(prior, coef, sign)
     parts = [(p, 1) for p in model.priors]
     if model.rare is not None:
         parts.append((model.rare, model.rare_values))
+    total = 0.0
     for prior, copies in parts:
         assert isinstance(prior, GridPrior)
-        one = linear_interval(prior, prior.atoms**small - prior.atoms**large)
-        low += copies * one.low
-        high += copies * one.high
-    return Interval(max(-1.0, low), min(1.0, high))
+        total += copies * linear_bound(prior, prior.atoms**small - prior.atoms**large, sign)
+    return min(1.0, max(-1.0, total))
 
 
 def mixed_interval(model: ScoreModel, group_size: int) -> Interval:
@@ -204,18 +213,16 @@ def mixed_interval(model: ScoreModel, group_size: int) -> Interval:
 
 
 def multiplier_range(
-    gain: Callable[[int], Interval], max_multiplier: int, min_gain: float
+    low_gain: Callable[[int], float],
+    high_gain: Callable[[int], float],
+    max_multiplier: int,
+    min_gain: float,
 ) -> tuple[int, int]:
     """(lowest, highest) multiplier the data allows under the rule "the smallest m at
-    which going from G*m to G*(m+1) adds fewer than `min_gain`": `gain(m)` is the
-    interval of that step's gain. The lowest is the first m whose gain could be below
-    `min_gain`, the highest the first whose gain surely is (or `max_multiplier`)."""
-    low = high = None
-    for m in range(1, max_multiplier + 1):
-        step = gain(m)
-        if low is None and step.low < min_gain:
-            low = m
-        if step.high < min_gain:
-            high = m
-            break
+    which going from G*m to G*(m+1) adds fewer than `min_gain`": `low_gain(m)` and
+    `high_gain(m)` bound that step's gain (95%). The lowest is the first m whose gain
+    could be below `min_gain`, the highest the first whose gain surely is (or
+    `max_multiplier`). Each bound is asked for only as far as it is needed."""
+    low = next((m for m in range(1, max_multiplier + 1) if low_gain(m) < min_gain), None)
+    high = next((m for m in range(1, max_multiplier + 1) if high_gain(m) < min_gain), None)
     return (low or max_multiplier, high or max_multiplier)

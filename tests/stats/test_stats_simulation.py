@@ -232,6 +232,16 @@ def assert_calibrated(value: float, estimates: np.ndarray, truth: np.ndarray, wh
     assert abs(bias) <= Z * se + FIT_SLACK, f"{what}: bias {bias:+.4f} (se {se:.4f})"
 
 
+def assert_covered(bounds: tuple[float, float], truth: np.ndarray, what: str) -> None:
+    """The mean truth inside a printed 95% interval (widened by FIT_SLACK: the truth is
+    the mean over these samples, the interval is for the population's share)."""
+    low, high = bounds
+    value = float(np.mean(truth))
+    assert low - FIT_SLACK <= value <= high + FIT_SLACK, (
+        f"{what}: {value:.4f} not in [{low:.4f}, {high:.4f}]"
+    )
+
+
 def check_every_figure(frame: pl.DataFrame, rates: np.ndarray, seed: int) -> None:
     """The headline at G = 8, the per-sample column, the gate curve at SIZES, the
     multiplier's two shares and the by-group shares all match the truth."""
@@ -246,32 +256,52 @@ def check_every_figure(frame: pl.DataFrame, rates: np.ndarray, seed: int) -> Non
     def truth_at(size: int) -> np.ndarray:
         return 1.0 - (rates**size).sum(axis=1)
 
-    curve = dict(
-        gate_curve(
-            analysis.per_sample, analysis.prior, SIZES, binary=analysis.binary, model=analysis.model
-        ).rows()
+    table = gate_curve(
+        analysis.per_sample,
+        analysis.prior,
+        SIZES,
+        binary=analysis.binary,
+        model=analysis.model,
+        intervals=True,
     )
+    curve = dict(table.select("group_size", "expected_open_fraction").rows())
+    bounds = {g: (lo, hi) for g, _, lo, hi in table.rows()}
+    fewest = int(analysis.per_sample["n_rollouts"].min())
     for size in SIZES:
         estimates = per_sample_estimates(analysis, size)
         assert curve[size] == pytest.approx(float(np.mean(estimates)), abs=1e-12)
-        assert_calibrated(curve[size], estimates, truth_at(size), f"gate curve at G={size}")
+        if size <= fewest:  # observed: the unbiased estimator, no interval
+            assert bounds[size] == (None, None)
+            assert_calibrated(curve[size], estimates, truth_at(size), f"gate curve at G={size}")
+        else:  # past the rollouts taken: the printed interval holds the truth
+            assert_covered(bounds[size], truth_at(size), f"gate curve at G={size}")
 
     estimates, truth = per_sample_estimates(analysis, g), truth_at(g)
     headline = summary.gate["expected_open_fraction"]
     assert headline == curve[g]  # one number for one label
-    assert_calibrated(headline, estimates, truth, "headline")
+    if g <= fewest:
+        assert_calibrated(headline, estimates, truth, "headline")
+    else:
+        interval = summary.gate["interval"]
+        assert (interval["low"], interval["high"]) == bounds[g]
+        assert_covered(bounds[g], truth, "headline")
     column = analysis.per_sample.sort("sample_id")["gate_open_probability"].to_numpy()
     assert column == pytest.approx(estimates, abs=1e-12)
 
     m = summary.compute_multiplier
     assert m.expected_open_fraction == headline
     big = m.recommended_group_size
-    assert_calibrated(
-        m.recommended_open_fraction,
-        per_sample_estimates(analysis, big),
-        truth_at(big),
-        f"multiplier at G={big}",
-    )
+    if big <= fewest:
+        assert_calibrated(
+            m.recommended_open_fraction,
+            per_sample_estimates(analysis, big),
+            truth_at(big),
+            f"multiplier at G={big}",
+        )
+    else:
+        interval = m.recommended_open_interval
+        assert interval is not None
+        assert_covered((interval["low"], interval["high"]), truth_at(big), f"multiplier G={big}")
 
     by_group = {row["group"]: row for row in summary.by_group}
     assert set(by_group) == {"a", "b"}
@@ -279,9 +309,11 @@ def check_every_figure(frame: pl.DataFrame, rates: np.ndarray, seed: int) -> Non
     for name, row in by_group.items():
         mask = labels[order] == name
         assert row["samples"] == int(mask.sum())
-        assert_calibrated(
-            row["expected_open_fraction"], estimates[mask], truth[mask], f"group {name}"
-        )
+        assert row["expected_open_fraction"] == pytest.approx(float(np.mean(estimates[mask])))
+        if g <= fewest:
+            assert_calibrated(
+                row["expected_open_fraction"], estimates[mask], truth[mask], f"group {name}"
+            )
 
 
 @pytest.mark.parametrize(("n_lo", "n_hi"), ROLLOUT_COUNTS)
