@@ -180,13 +180,11 @@ class GridPrior:
     def beta_equivalent(self) -> tuple[float, float]:
         """(alpha, beta) of the Beta with this prior's mean and variance: the `prior`
         object's alpha and beta, kept for readers of the JSON written before the NPMLE."""
-        m = self.mean
-        var = self.moment(2) - m * m
-        if var <= 1e-15 or m <= 0.0 or m >= 1.0:
-            return (math.nan, math.nan)
-        s = m * (1.0 - m) / var - 1.0
-        if s <= 0.0:  # more spread than any Beta (mass piled at 0 and 1)
-            s = 1e-6
+        m = min(max(self.mean, 1e-6), 1.0 - 1e-6)
+        var = max(self.moment(2) - self.mean**2, 1e-12)
+        # A point mass is the limit of ever stronger Betas; more spread than any Beta
+        # (mass piled at 0 and 1) the limit of ever weaker ones.
+        s = min(max(m * (1.0 - m) / var - 1.0, 1e-6), 1e12)
         return (m * s, (1.0 - m) * s)
 
     def summary(self) -> dict[str, Any]:
