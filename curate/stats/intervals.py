@@ -22,7 +22,8 @@ it widens to the range the data allows. The likelihood is the one the NPMLE maxi
 so ragged n and adaptive stopping are handled the same way (`curate.stats.prior`).
 
 Each bound is a convex problem (a linear objective over the simplex, within a convex
-likelihood set), solved by a primal log-barrier Newton method on the grid's weights.
+likelihood set); it is computed through its Lagrangian dual (`_bound`), whose every
+value is a valid bound, so the interval is never narrower than the set allows.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -42,12 +44,10 @@ from curate.stats.prior import GridPrior, Likelihood
 LEVEL = 0.95
 Z_95 = 1.6448536269514722
 CHI2_1 = 3.841458820694124
-# The barrier method stops when its duality gap is below this (in units of the figure,
-# a share in [0, 1]).
-BOUND_GAP = 1e-3
-NEWTON_STEPS = 100
-# Centering stops at this Newton decrement: the path need only be followed roughly.
-CENTERING = 1e-6
+# The dual bound's temperatures, from smooth to sharp: the last one loosens a bound by
+# at most 2e-5 * log(grid points), about 1e-4.
+TEMPERATURES = (1e-1, 1e-2, 1e-3, 1e-4, 2e-5)
+NEWTON_STEPS = 60
 
 
 @dataclass(frozen=True)
@@ -92,83 +92,81 @@ def mixed_coefficients(atoms: NDArray[np.float64], group_size: int) -> NDArray[n
 def _bound(
     f_hat: NDArray[np.float64], data: Likelihood, coef: NDArray[np.float64], sign: float
 ) -> float:
-    """max (sign = 1) or min (sign = -1) of coef^T f over the likelihood set."""
+    """max (sign = 1) or -max(-coef) (sign = -1) of coef^T f over the likelihood set, as
+    an upper (lower) bound that is valid at every step of its minimisation.
+
+    Lagrangian duality: for any lam > 0 and nu > 0 (one per histogram row),
+
+        max {a^T f : f in the simplex, sum_i s_i log (K f)_i >= floor}
+          <= max_j (a + K^T nu)_j + lam sum_i s_i log(lam s_i / nu_i) - lam (1 + floor),
+
+    (relax the likelihood constraint with lam, the link g = K f with nu, and maximise
+    over f and g apart). The right side is jointly convex in (lam, nu); the max over the
+    grid is replaced by its log-sum-exp upper bound at temperature tau (tighter than
+    tau log J), and it is minimised by damped Newton steps in log coordinates while tau
+    shrinks. Every value on the way is a bound, so a hard case only makes the interval
+    wider, never narrower than the data allows."""
+    a = sign * coef
     kernel = data.kernel
     share = data.counts / data.counts.sum()
-    columns = kernel.shape[1]
+    rows = kernel.shape[0]
     slack = level_cut(data) / float(data.counts.sum())  # in mean log-likelihood per sample
+    floor = float(share @ np.log(kernel @ f_hat)) - slack
+    lam = 1.0
+    x = np.concatenate([[0.0], np.log(lam * share / (kernel @ f_hat))])
 
-    def ell(f: NDArray[np.float64]) -> float:
-        return float(share @ np.log(kernel @ f))
+    def parts(x: NDArray[np.float64], tau: float, hessian: bool) -> tuple[float, Any, Any]:
+        if float(np.max(x)) > 600.0:  # a line-search trial far out: no bound there
+            return math.inf, None, None
+        lam, nu = math.exp(x[0]), np.exp(x[1:])
+        z = (a + kernel.T @ nu) / tau
+        top = float(z.max())
+        e = np.exp(z - top)
+        total = float(e.sum())
+        value = tau * (top + math.log(total))
+        value += lam * float(share @ np.log(lam * share / nu)) - lam * (1.0 + floor)
+        if not hessian:
+            return value, None, None
+        pi = e / total
+        k_pi = kernel @ pi
+        jac = np.concatenate([[lam], nu])
+        grad = np.concatenate(
+            [[float(share @ np.log(share * lam / nu)) - floor], k_pi - lam * share / nu]
+        )
+        hess = np.empty((rows + 1, rows + 1))
+        hess[0, 0] = 1.0 / lam
+        hess[0, 1:] = hess[1:, 0] = -share / nu
+        hess[1:, 1:] = ((kernel * pi) @ kernel.T - np.outer(k_pi, k_pi)) / tau + np.diag(
+            lam * share / nu**2
+        )
+        grad = grad * jac
+        hess = hess * np.outer(jac, jac) + np.diag(grad)
+        return value, grad, hess
 
-    floor = ell(f_hat) - slack
-    # A strictly interior start: the NPMLE with a sliver of the uniform distribution,
-    # small enough to stay inside the likelihood set.
-    f = (1.0 - 1e-3 * slack) * f_hat + 1e-3 * slack / columns
-
-    def barrier(g: NDArray[np.float64], t: float) -> float:
-        if (g <= 0.0).any():
-            return math.inf
-        room = ell(g) - floor
-        if room <= 0.0:
-            return math.inf
-        return float(-t * sign * (coef @ g) - math.log(room) - np.sum(np.log(g)))
-
-    t = float(columns + 1)  # where the duality gap is about 1: coarser is wasted
-    ones = np.ones(columns)
-    while True:
+    best = math.inf
+    eye = np.eye(rows + 1)
+    for tau in TEMPERATURES:
         for _ in range(NEWTON_STEPS):
-            kf = kernel @ f
-            room = float(share @ np.log(kf)) - floor
-            grad_l = kernel.T @ (share / kf)
-            grad = -t * sign * coef - grad_l / room - 1.0 / f
-            # The Hessian is diag(1/f^2) plus a term of rank rows + 1:
-            # K^T diag(s / (K f)^2) K / room + grad_l grad_l^T / room^2.
-            low_rank = np.column_stack(
-                [kernel.T * (np.sqrt(share) / kf) / math.sqrt(room), grad_l / room]
-            )
-            step = _newton_step(f * f, low_rank, grad, ones)
+            value, grad, hess = parts(x, tau, True)
+            best = min(best, value)
+            # In log coordinates the Hessian may be indefinite: shift it until it is not.
+            shift = 0.0
+            while True:
+                try:
+                    np.linalg.cholesky(hess + shift * eye)
+                    break
+                except np.linalg.LinAlgError:
+                    shift = shift * 10.0 if shift else 1e-8 * (1.0 + float(np.abs(hess).max()))
+            step = -np.linalg.solve(hess + shift * eye, grad)
             decrement = -float(grad @ step)
-            if decrement < CENTERING:
+            if decrement < 1e-12:
                 break
-            # The longest step that keeps every weight positive, then backtracking.
-            shrinking = step < 0.0
-            s = min(1.0, 0.99 * float(np.min(-f[shrinking] / step[shrinking], initial=np.inf)))
-            start = barrier(f, t)
-            while barrier(f + s * step, t) > start - 0.25 * s * decrement and s > 1e-14:
-                s *= 0.5
-            f = f + s * step
-        if (columns + 1) / t < BOUND_GAP:
-            break
-        t *= 50.0
-    return float(coef @ f)
-
-
-def _newton_step(
-    diag_inv: NDArray[np.float64],
-    low_rank: NDArray[np.float64],
-    grad: NDArray[np.float64],
-    ones: NDArray[np.float64],
-) -> NDArray[np.float64]:
-    """The Newton step on the simplex (H d + 1 nu = -grad, 1^T d = 0) for
-    H = diag(1 / diag_inv) + U U^T, by the Woodbury identity when U has fewer columns
-    than rows (a few histogram rows against the grid), else by a dense solve."""
-    rows, rank = low_rank.shape
-    if rank < rows:
-        scaled = low_rank * diag_inv[:, None]
-        core = np.eye(rank) + low_rank.T @ scaled
-
-        def solve(v: NDArray[np.float64]) -> NDArray[np.float64]:
-            dv = diag_inv * v
-            return np.asarray(dv - scaled @ np.linalg.solve(core, low_rank.T @ dv))
-    else:
-        hess = np.diag(1.0 / diag_inv) + low_rank @ low_rank.T
-
-        def solve(v: NDArray[np.float64]) -> NDArray[np.float64]:
-            return np.asarray(np.linalg.solve(hess, v))
-
-    h_g, h_1 = solve(grad), solve(ones)
-    return np.asarray(-(h_g - h_1 * (ones @ h_g) / (ones @ h_1)))
+            t = 1.0
+            while t > 1e-12 and parts(x + t * step, tau, False)[0] > value - 0.25 * t * decrement:
+                t *= 0.5
+            x = x + t * step
+        best = min(best, parts(x, tau, False)[0])
+    return sign * best
 
 
 def linear_interval(prior: GridPrior, coef: NDArray[np.float64]) -> Interval:
