@@ -256,7 +256,7 @@ def _solve_dual(kernel: NDArray[np.float64], share: NDArray[np.float64]) -> NDAr
             hess = np.diag(s / nu**2) + mu * (kernel / slack**2) @ kernel.T
             step = -np.linalg.solve(hess, grad)
             decrement = -float(grad @ step)
-            if decrement < 2e-12:
+            if decrement < 1e-10:
                 break
             t, start = 1.0, barrier(nu, mu)
             while barrier(nu + t * step, mu) > start - 0.25 * t * decrement and t > 1e-14:
