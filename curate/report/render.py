@@ -257,8 +257,14 @@ def multiplier_lines(m: ComputeMultiplier, high_variance_fraction: float) -> tup
         f"variance-plot rule of thumb for a {high_variance_fraction:.1%} learnable share: "
         f"{m.rule_of_thumb_text}"
     )
-    if not m.decided:
-        lines.append(m.reason)  # the data cannot choose: why, and the remedy
+    if not m.decided and m.recommended_range is not None:
+        # `reason` in two short lines: the data cannot choose, and what to do.
+        low, high = m.recommended_range["low"], m.recommended_range["high"]
+        lines.append(f"the data cannot choose: {low}x to {high}x fit it (95%)")
+        lines.append(
+            "remedy: more rollouts of the never/always-solved prompts "
+            f"(curate eval RUN --runs {m.group_size * (high + 1)})"
+        )
     return head, lines
 
 

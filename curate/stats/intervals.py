@@ -120,7 +120,7 @@ def _bound(
     x = np.concatenate([[0.0], np.log(lam * share / (kernel @ f_hat))])
 
     def parts(x: NDArray[np.float64], tau: float, hessian: bool) -> tuple[float, Any, Any]:
-        if float(np.max(x)) > 600.0:  # a line-search trial far out: no bound there
+        if float(np.max(np.abs(x))) > 600.0:  # exp would overflow or reach 0: not a point
             return math.inf, None, None
         lam, nu = math.exp(x[0]), np.exp(x[1:])
         z = (a + kernel.T @ nu) / tau

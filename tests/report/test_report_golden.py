@@ -89,8 +89,8 @@ def test_golden_values_by_hand(analysis) -> None:
     prior = analysis.prior
     summary = prior.summary()
     assert data["prior"]["kind"] == "npmle"
-    assert data["prior"]["alpha"] == approx(summary["alpha"], rel=1e-5)
-    assert data["prior"]["mass_at_0"] == approx(summary["mass_at_0"], rel=1e-5, abs=1e-9)
+    assert data["prior"]["alpha"] == approx(summary["alpha"])
+    assert data["prior"]["mass_at_0"] == approx(summary["mass_at_0"])
     counts = [(4, 4), (4, 4), (4, 0), (4, 0), (4, 0), (4, 3), (4, 1), (3, 2)]
     u = [
         1 - posterior_moment(prior, n, c, 8) - posterior_moment(prior, n, c, 0, 8)

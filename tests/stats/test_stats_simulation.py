@@ -159,11 +159,20 @@ def test_gate_curve_beyond_n_is_calibrated(alpha: float, beta: float) -> None:
     )
     analysis = analyze(frame)
     sizes = [16, 32, 64]
-    curve = dict(gate_curve(analysis.per_sample, analysis.prior, sizes).rows())
+    table = gate_curve(analysis.per_sample, analysis.prior, sizes, intervals=True)
+    curve = {g: (value, low, high) for g, value, low, high in table.rows()}
     smoothed = analysis.per_sample["smoothed_pass_rate"].to_numpy()
     for g in sizes:
         truth = float(np.mean(1 - (1 - p) ** g - p**g))
-        assert curve[g] == pytest.approx(truth, abs=0.01), f"G={g}"
+        value, low, high = curve[g]
+        # Past the rollouts taken: the printed 95% interval holds the truth (and the
+        # figure). The figure alone is within 2 points at twice the rollouts; further
+        # out the data does not pin it down (on this U-shaped Beta the NPMLE's point is
+        # 4.6 points off at G = 32; the Beta prior, the true shape here, is not), which is
+        # what the interval says.
+        assert low <= truth <= high and low <= value <= high, f"G={g}"
+        if g == 16:
+            assert value == pytest.approx(truth, abs=0.02), f"G={g}"
         plug_in = float(np.mean([gate_open_bernoulli(x, g) for x in smoothed]))
         assert abs(plug_in - truth) > 0.03, f"plug-in at G={g} was not biased"
 
@@ -340,10 +349,10 @@ def test_every_mixed_group_figure_is_calibrated_on_partial_credit(
 
 @pytest.mark.parametrize(("alpha", "beta"), [(0.4, 0.6), (0.3, 0.3)])
 def test_partial_credit_off_model_stays_close(alpha: float, beta: float) -> None:
-    """Partial credit as the share of 4 checks passed, p ~ Beta: no value's rate is
-    Beta-distributed, so the priors are only approximate. The headline and curve stay
-    within 2.5 points of the truth at G up to 64 with 4 rollouts per sample, where the
-    pass-rate plug-in u(p~) (what curate printed before) is 15 points or more off."""
+    """Partial credit as the share of 4 checks passed, p ~ Beta. With 4 rollouts per
+    sample the figures at G = 8 to 64 lie past them: their printed intervals hold the
+    truth, where the pass-rate plug-in u(p~) (what curate printed before) is 10 points
+    or more off."""
     rng = np.random.default_rng(51)
     p = rng.beta(alpha, beta, POPULATION_SAMPLES)
     checks = 4
@@ -352,16 +361,24 @@ def test_partial_credit_off_model_stays_close(alpha: float, beta: float) -> None
         [math.comb(checks, k) * p**k * (1 - p) ** (checks - k) for k in range(checks + 1)], axis=1
     )
     analysis = analyze(frame, group_size=16)
-    curve = dict(
-        gate_curve(
-            analysis.per_sample, analysis.prior, SIZES, binary=False, model=analysis.model
-        ).rows()
+    table = gate_curve(
+        analysis.per_sample,
+        analysis.prior,
+        SIZES,
+        binary=False,
+        model=analysis.model,
+        intervals=True,
     )
+    curve = dict(table.select("group_size", "expected_open_fraction").rows())
+    bounds = {g: (low, high) for g, _, low, high in table.rows()}
     assert analysis.summary.gate["expected_open_fraction"] == curve[16]
     smoothed = analysis.per_sample["smoothed_pass_rate"].to_numpy()
     for size in SIZES:
         truth = float(np.mean(1.0 - (rates**size).sum(axis=1)))
-        assert abs(curve[size] - truth) < 0.025, f"G={size}"
+        if size <= 4:
+            assert abs(curve[size] - truth) < 0.025, f"G={size}"
+        else:  # past the 4 rollouts: the printed interval holds the truth
+            assert_covered(bounds[size], np.array([truth]), f"G={size}")
         if size in (8, 16):
             plug_in = float(np.mean([gate_open_bernoulli(x, size) for x in smoothed]))
             assert abs(plug_in - truth) > 0.1, f"plug-in at G={size} was not biased"
