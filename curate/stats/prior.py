@@ -131,6 +131,17 @@ class GridPrior:
     likelihood: Likelihood | None = field(default=None, repr=False)
     _cache: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False)
 
+    def __eq__(self, other: object) -> bool:
+        """Equal atoms and weights (what the figures depend on)."""
+        if not isinstance(other, GridPrior):
+            return NotImplemented
+        return bool(
+            np.array_equal(self.atoms, other.atoms) and np.array_equal(self.weights, other.weights)
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.atoms.tobytes(), self.weights.tobytes()))
+
     @property
     def mean(self) -> float:
         return float(self.weights @ self.atoms)
