@@ -149,7 +149,6 @@ def _se_of_mean(estimates: np.ndarray, truth: np.ndarray) -> float:
     return float(np.std(estimates - truth)) / math.sqrt(truth.size)
 
 
-@pytest.mark.slow  # about 2-4 minutes: 24 populations x designs, intervals at 9 sizes each
 @pytest.mark.parametrize(("counts", "g"), DESIGNS, ids=lambda d: str(d))
 @pytest.mark.parametrize("name", list(POPULATIONS))
 def test_every_mixed_group_figure_on_real_shaped_populations(
