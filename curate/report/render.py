@@ -235,7 +235,7 @@ def multiplier_lines(m: ComputeMultiplier, high_variance_fraction: float) -> tup
     verb = "keep" if m.recommended == 1 else "use"
     head = f"{m.recommended}x ({verb} groups of {big} rollouts per prompt)"
     if not m.decided and m.recommended_range is not None:
-        head += f", undecided: {m.recommended_range['low']}x-{m.recommended_range['high']}x fit"
+        head += ", undecided"
     if m.recommended == 1:
         lines = [
             f"{mixed_label(g)}: {share_text(m.expected_open_fraction, m.recommended_open_interval)}"
@@ -262,8 +262,7 @@ def multiplier_lines(m: ComputeMultiplier, high_variance_fraction: float) -> tup
         low, high = m.recommended_range["low"], m.recommended_range["high"]
         lines.append(f"the data cannot choose: {low}x to {high}x fit it (95%)")
         lines.append(
-            "remedy: more rollouts of the never/always-solved prompts "
-            f"(curate eval RUN --runs {m.group_size * (high + 1)})"
+            f"remedy: more rollouts per prompt (curate eval RUN --runs {m.group_size * (high + 1)})"
         )
     return head, lines
 
