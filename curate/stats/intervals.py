@@ -174,7 +174,7 @@ def _bound(
 
 
 def linear_interval(prior: GridPrior, coef: NDArray[np.float64]) -> Interval:
-    """The 95% profile-likelihood interval of coef^T f (module docstring); a prior with
+    """The 95% interval of coef^T f over the likelihood set (module docstring); a prior with
     no data behind it allows anything between the smallest and largest coefficient."""
     return Interval(linear_bound(prior, coef, -1.0), linear_bound(prior, coef, 1.0))
 
