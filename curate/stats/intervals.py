@@ -48,6 +48,10 @@ CHI2_1 = 3.841458820694124
 # at most 1e-4 * log(grid points), about 5e-4.
 TEMPERATURES = (1e-2, 1e-3, 1e-4)
 NEWTON_STEPS = 40
+# Histograms with more distinct (n, c) rows than this get no interval (None): a bound
+# would take seconds. Fixed and capped runs stay far below it (N = 8: 9 rows; ragged
+# 2-12: 88); a budget run without a cap can exceed it.
+MAX_ROWS = 400
 # Newton stops at this decrement: the bound is valid at every step, and this is far
 # below the 0.1 points a share is printed to.
 DECREMENT = 1e-8
@@ -192,11 +196,16 @@ def linear_bound(prior: GridPrior, coef: NDArray[np.float64], sign: float) -> fl
 
 
 def _has_likelihood(prior: object) -> bool:
-    return isinstance(prior, GridPrior) and prior.likelihood is not None
+    return (
+        isinstance(prior, GridPrior)
+        and prior.likelihood is not None
+        and prior.likelihood.counts.size <= MAX_ROWS
+    )
 
 
 def can_bound(model: ScoreModel) -> bool:
-    """Whether every prior behind `model` carries the likelihood it was fitted to."""
+    """Whether every prior behind `model` carries the likelihood it was fitted to, on a
+    histogram short enough to bound (a dual Newton step solves a rows x rows system)."""
     if model.is_binary:
         return _has_likelihood(model.priors[1])
     rare = [] if model.rare is None else [model.rare]

@@ -256,3 +256,19 @@ def test_adaptive_figures_on_real_shaped_populations(name: str) -> None:
     for what, (value, estimates, truth) in terms.items():
         tol = max(Z * _se_of_mean(estimates, truth), FLOOR)
         assert abs(value - float(np.mean(truth))) <= tol, (what, value, float(np.mean(truth)))
+
+
+def test_no_interval_for_a_histogram_too_long_to_bound() -> None:
+    """A run whose samples have hundreds of distinct (n, c) pairs (a budget run without a
+    cap) gets its figures but no interval (null in the JSON), rather than a report that
+    takes minutes."""
+    from curate.stats.intervals import MAX_ROWS
+
+    rng = np.random.default_rng(3)
+    n = rng.integers(1, 80, 3000)
+    p = rng.beta(0.5, 0.5, 3000)
+    frame = long_format([(rng.random(k) < q).astype(float) for q, k in zip(p, n, strict=True)])
+    analysis = analyze(frame, group_size=8)
+    assert analysis.prior.likelihood.counts.size > MAX_ROWS
+    assert analysis.summary.gate["interval"] is None
+    assert analysis.summary.compute_multiplier.recommended_range is None
