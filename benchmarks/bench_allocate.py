@@ -37,11 +37,11 @@ import numpy as np
 if TYPE_CHECKING:
     import polars as pl
 
-    from curate.stats.estimators import BetaPrior
+    from curate.stats.prior import Prior
 
 # What a pilot gives the planner: its per-sample statistics, the true rates in the same
 # order, the fitted prior, and a line saying what was measured.
-Pilot = tuple["pl.DataFrame", np.ndarray, "BetaPrior", str]
+Pilot = tuple["pl.DataFrame", np.ndarray, "Prior", str]
 
 RULES = ("min", "rate", "drop")
 METHODS = ("neyman", "inverse-p", "uniform")

@@ -7,7 +7,8 @@
                                             (Reinforce-Ada's non-linear objectives)
     uniform    n_i ~ 1
 
-p~ is the Beta-smoothed pass rate, so a sample seen 0/8 still gets a finite, non-zero
+p~ is the smoothed pass rate (the posterior mean under the pass-rate prior,
+`curate.stats.prior`), so a sample seen 0/8 still gets a finite, non-zero
 rate. Samples with zero signal (every observed outcome the same: the gate stayed
 closed) are allocated like the rest on their smoothed rate ("rate", the default), get
 the minimum ("min"), or leave the plan ("drop"). Only "rate" minimises the variance
@@ -38,7 +39,7 @@ from curate.stats.apportion import apportion
 if TYPE_CHECKING:
     import polars as pl
 
-    from curate.stats.estimators import BetaPrior
+    from curate.stats.prior import Prior
 
 METHODS = ("neyman", "inverse-p", "uniform")
 ZERO_SIGNAL = ("min", "drop", "rate")
@@ -89,7 +90,7 @@ def allocate(
     min_runs: int = DEFAULT_MIN_RUNS,
     max_runs: int | None = None,
     zero_signal: str = DEFAULT_ZERO_SIGNAL,
-    prior: BetaPrior | None = None,
+    prior: Prior | None = None,
     binary: bool | None = None,
 ) -> pl.DataFrame:
     """The plan: one row per sample (sorted by id) with `planned_rollouts` summing to `budget`.

@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     import polars as pl
 
     from curate.stats.dataset import DatasetSummary
-    from curate.stats.estimators import BetaPrior
     from curate.stats.mixed import ScoreModel
+    from curate.stats.prior import Prior
     from curate.store.run_dir import RolloutStore
 
 
@@ -127,7 +127,7 @@ class LoadedAnalysis:
     source: ScoreRead
     per_sample: pl.DataFrame
     summary: DatasetSummary
-    prior: BetaPrior
+    prior: Prior
     binary: bool
     model: ScoreModel
 

@@ -4,7 +4,7 @@ against group size."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from curate.errors import InputError
 from curate.plots._common import (
@@ -41,7 +41,9 @@ def gate_figure(
     samples can be expected to carry signal for each group size; the marked point is the
     group size the user trains with, labelled as `curate report` labels it. `plot_run`
     puts that size on the curve; one between two curve points is read off by
-    interpolating in log2 space.
+    interpolating in log2 space. Optional `interval_low` and `interval_high` columns
+    (`gate_curve(..., intervals=True)`: null where the rollouts observe the point) are
+    shaded as the 95% interval of the points past the rollouts taken.
     """
     import numpy as np
     import polars as pl
@@ -78,6 +80,10 @@ def gate_figure(
     )
     ax.fill_between(sizes, 0.0, fractions, color=_CURVE_COLOR, alpha=0.12, linewidth=0)
     handles = [line]
+    if "interval_low" in curve.columns and "interval_high" in curve.columns:
+        band = _interval_band(ax, curve, sizes)
+        if band is not None:
+            handles.append(band)
     if group_size is not None:
         handles.append(_mark_group_size(ax, sizes, fractions, group_size))
 
@@ -85,6 +91,29 @@ def gate_figure(
     fig.legend(handles=handles, loc="outside lower center", ncol=1, fontsize=8, frameon=False)
     fig.suptitle(title)
     return fig
+
+
+def _interval_band(ax: Axes, curve: pl.DataFrame, sizes: np.ndarray) -> Any:
+    """Shade the 95% interval where the curve has one; None when it has none."""
+    import numpy as np
+    import polars as pl
+
+    low = curve["interval_low"].cast(pl.Float64).fill_null(np.nan).to_numpy()
+    high = curve["interval_high"].cast(pl.Float64).fill_null(np.nan).to_numpy()
+    has = ~np.isnan(low) & ~np.isnan(high)
+    if not has.any():
+        return None
+    return ax.fill_between(
+        sizes,
+        np.where(has, low, np.nan),
+        np.where(has, high, np.nan),
+        where=has,
+        color=_CURVE_COLOR,
+        alpha=0.3,
+        linewidth=0,
+        label="95% interval past the rollouts taken (what the data cannot pin down)",
+        zorder=2,
+    )
 
 
 def _value_at(sizes: np.ndarray, fractions: np.ndarray, group_size: int) -> float | None:

@@ -76,6 +76,7 @@ def plot_run(
             binary=loaded.binary,
             model=loaded.model,
             nominal_runs=adaptive_n if isinstance(adaptive_n, int) else None,
+            intervals=True,  # shaded past the rollouts taken
         )
         fig = gate_figure(curve, group_size=group_size)
     if output is None and run.is_dir():

@@ -10,9 +10,12 @@ null):
     potential_gain, relative_gain                  float | null
     categories        {always_correct, always_incorrect, high_variance, low_variance: int}
     pass_at_k         {"1": float, "2": float, ...}  (keys are k as text)
-    gate              {group_size: int, expected_open_fraction: float}: the expected share
-                      of samples whose group of G rollouts has rewards not all equal
-                      ("mixed groups at G"; `curate.stats.mixed`)
+    gate              {group_size: int, expected_open_fraction: float, interval: {low:
+                      float, high: float} | null}: the expected share of samples whose
+                      group of G rollouts has rewards not all equal ("mixed groups at G";
+                      `curate.stats.mixed`), and its 95% interval when some sample has
+                      fewer than G rollouts (or the run was adaptive; null otherwise;
+                      `curate.stats.intervals`)
     compute_multiplier
         recommended                 int: multiply the group size by this
         rule_of_thumb               {low: int | null, high: int | null}: the variance-plot
@@ -26,9 +29,20 @@ null):
         recommended_open_fraction   float: mixed groups at the recommended group size
         next_group_size             int: G * (recommended + 1)
         next_gain                   float: what that next step would add
+        recommended_open_interval   {low, high: float} | null: 95% interval of
+                                    recommended_open_fraction (null: observed)
+        next_gain_interval          {low, high: float} | null: the same for next_gain
+        recommended_range           {low, high: int} | null: the multipliers the data
+                                    allows (95%); null when every figure is observed
+        decided                     bool: false when recommended_range holds more than
+                                    one value (`reason` then says so, and the remedy)
     rollouts_per_sample  {min: int, max: int, median: float}
     binary_scores     bool
-    prior             {alpha: float, beta: float}: the pass-rate prior
+    prior             {alpha: float, beta: float, kind: "npmle", mean: float,
+                      mass_at_0: float, mass_at_1: float, support: [[p, weight]]}: the
+                      pass-rate prior (`curate.stats.prior`): alpha and beta are the Beta
+                      with its mean and variance, kept from before the NPMLE; support
+                      lists its atoms of weight >= 0.001
     top_errors        [{error: str, count: int}]: the most frequent error messages
     group_by          str | null: the column of `by_group` (null: no breakdown)
     by_group          [{group: str | null, samples: int, mean_score: float | null,
@@ -82,6 +96,7 @@ from curate.stats.dataset import (
     DatasetSummary,
     adds_text,
     points_text,
+    remedy_rollouts,
 )
 from curate.stats.mixed import mixed_label
 
@@ -224,6 +239,13 @@ def _share(count: int, total: int) -> str:
     return f"{count / total:.1%}" if total else "n/a"
 
 
+def share_text(value: float, interval: dict[str, float] | None) -> str:
+    """A mixed-group share, with its 95% interval when it has one: "45.1% (95%: 40.2-50.3%)"."""
+    if interval is None:
+        return f"{value:.1%}"
+    return f"{value:.1%} (95%: {interval['low']:.1%}-{interval['high']:.1%})"
+
+
 def multiplier_lines(m: ComputeMultiplier, high_variance_fraction: float) -> tuple[str, list[str]]:
     """The compute multiplier as a headline and short detail lines (each well under 80
     columns, so no renderer wraps one mid-phrase): the recommendation, what it buys and
@@ -232,11 +254,16 @@ def multiplier_lines(m: ComputeMultiplier, high_variance_fraction: float) -> tup
     g, big = m.group_size, m.recommended_group_size
     verb = "keep" if m.recommended == 1 else "use"
     head = f"{m.recommended}x ({verb} groups of {big} rollouts per prompt)"
+    if not m.decided and m.recommended_range is not None:
+        head += ", undecided"
     if m.recommended == 1:
-        lines = [f"{mixed_label(g)}: {m.expected_open_fraction:.1%}"]
+        lines = [
+            f"{mixed_label(g)}: {share_text(m.expected_open_fraction, m.recommended_open_interval)}"
+        ]
     else:
         lines = [
-            f"{mixed_label(big)}: {m.recommended_open_fraction:.1%}, "
+            f"{mixed_label(big)}: "
+            f"{share_text(m.recommended_open_fraction, m.recommended_open_interval)}, "
             f"instead of {m.expected_open_fraction:.1%} at G={g}"
         ]
     if m.recommended < MAX_MULTIPLIER or m.next_gain < MULTIPLIER_MIN_GAIN:
@@ -245,6 +272,13 @@ def multiplier_lines(m: ComputeMultiplier, high_variance_fraction: float) -> tup
         gain = points_text(m.next_gain)
         lines.append(
             f"groups of {m.next_group_size} would still add {gain}: filtering may pay more"
+        )
+    if not m.decided and m.recommended_range is not None:
+        # `reason` in two short lines: the data cannot choose, and what to do.
+        low, high = m.recommended_range["low"], m.recommended_range["high"]
+        lines.append(f"the data cannot choose: {low}x to {high}x fit it (95%)")
+        lines.append(
+            f"remedy: more rollouts (the same curate eval again with -n {remedy_rollouts(m)})"
         )
     return head, lines
 
@@ -289,6 +323,7 @@ def render_markdown(
 ) -> str:
     s = summary
     g = s.gate["group_size"]
+    headline = share_text(s.gate["expected_open_fraction"], s.gate.get("interval"))
     lines = [f"## curate report{f': `{source}`' if source else ''}", ""]
     if gates:
         verdict = "passed" if all(gate.passed for gate in gates) else "FAILED"
@@ -308,7 +343,7 @@ def render_markdown(
         f"| potential gain | {_fmt(s.potential_gain, '+.3f')} |",
         f"| relative gain | {_fmt(s.relative_gain, '+.1%')} |",
         f"| high-variance share | {s.high_variance_fraction:.1%} |",
-        f"| {mixed_label(g)} | {s.gate['expected_open_fraction']:.1%} |",
+        f"| {mixed_label(g)} | {headline} |",
         *(f"| {k} | {v} |" for k, v in usage_rows(usage)),
         "",
         "| category | samples | share |",
@@ -403,7 +438,9 @@ def render_table(
     overview.add_row("potential gain", _fmt(s.potential_gain, "+.3f"))
     overview.add_row("relative gain", _fmt(s.relative_gain, "+.1%"))
     overview.add_row("high-variance share", f"{s.high_variance_fraction:.1%}")
-    overview.add_row(mixed_label(g), f"{s.gate['expected_open_fraction']:.1%}")
+    overview.add_row(
+        mixed_label(g), share_text(s.gate["expected_open_fraction"], s.gate.get("interval"))
+    )
     for key, value in usage_rows(usage):
         overview.add_row(key, value)
     console.print(overview)

@@ -20,6 +20,7 @@ from curate.stats.per_sample import (
     aggregate_rollouts,
     sample_stats,
 )
+from curate.stats.prior import GridPrior, Prior, fit_prior_counts
 
 __all__ = [
     "CATEGORIES",
@@ -28,9 +29,12 @@ __all__ = [
     "Analysis",
     "BetaPrior",
     "DatasetSummary",
+    "GridPrior",
+    "Prior",
     "aggregate_rollouts",
     "analyze",
     "fit_beta_prior",
+    "fit_prior_counts",
     "gate_curve",
     "pass_at_k",
     "pass_at_k_columns",

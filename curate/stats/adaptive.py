@@ -6,15 +6,16 @@ stops at 1/2), and so is every figure built on raw rates: mean score, pass@k, th
 gate's fixed-n estimator, the high-variance split.
 
 What survives: the likelihood of an observed outcome sequence, prod p^c (1-p)^(n-c),
-does not involve a stopping rule that looks only at past outcomes. So the Beta prior
-fitted by beta-binomial likelihood (`fit_beta_prior`; its binomial coefficient, if it
-had one, would be a factor free of the prior's parameters, so the MLE is the same)
-and each sample's posterior Beta(a + c, b + n - c) are valid as they are.
+does not involve a stopping rule that looks only at past outcomes. So the pass-rate
+prior fitted by maximum marginal likelihood (the NPMLE of `curate.stats.prior`, which
+drops the binomial coefficient, a factor free of the prior, for the same reason) and
+each sample's posterior given (n, c) are valid as they are.
 
 Every figure here is the one a fixed-N run would print (N: the run's nominal rollouts
 per sample, its cap), in expectation given what the adaptive run saw:
 
-    figure = mean over samples of E[T_N(c + X) | n, c],  X ~ BetaBinomial(N - n, a + c, b + n - c)
+    figure = mean over samples of E[T_N(c + X) | n, c],  X | p ~ Binomial(N - n, p),
+                                                       p ~ the posterior given (n, c)
 
 where T_N(C) is the fixed-N run's per-sample estimator at C passes in N (C/N for the
 mean score, unbiased pass@k, 1[C > 0] for best-of-N, the unbiased gate where N >= G
@@ -34,11 +35,28 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from curate.core.outcome import VARIANCE_TOLERANCE
-from curate.stats.estimators import BetaPrior, gate_open_posterior, pass_at_k
+from curate.stats.estimators import beta_binomial_pmf, beta_moment, pass_at_k
 from curate.stats.per_sample import gate_forecast
+
+if TYPE_CHECKING:
+    from curate.stats.prior import Prior
+
+__all__ = [
+    "ESTIMATOR",
+    "MODEL_BASED",
+    "AdaptiveFigures",
+    "adaptive_figures",
+    "adaptive_gate",
+    "beta_binomial_pmf",
+    "beta_moment",
+    "completed",
+    "high_variance",
+    "model_based_note",
+    "nominal_runs",
+]
 
 # The summary keys (`DatasetSummary.to_dict()`) whose values are model-based on an
 # adaptive run, and the note that says how.
@@ -55,8 +73,9 @@ MODEL_BASED: tuple[str, ...] = (
 ESTIMATOR = (
     "adaptive run: stopping a sample once it is mixed biases its raw pass rate c/n; each "
     "figure is the expected value of the fixed-N run's estimator at the nominal N, given "
-    "the outcomes seen, under the empirical-Bayes Beta prior (a sample that stopped early "
-    "is completed by its posterior Beta(a+c, b+n-c), which the stopping rule leaves valid; "
+    "the outcomes seen, under the empirical-Bayes pass-rate prior (the NPMLE; a sample that "
+    "stopped early is completed by its posterior given (n, c), which the stopping rule leaves "
+    "valid; "
     "one that reached N counts as observed); the category labels are exact"
 )
 
@@ -76,45 +95,17 @@ class AdaptiveFigures:
     open_fractions: dict[int, float]  # group size -> expected mixed share (multiplier curve)
 
 
-def beta_moment(a: float, b: float, k: int) -> float:
-    """E[p^k] under Beta(a, b): B(a + k, b) / B(a, b) = prod_{i<k} (a + i) / (a + b + i)."""
-    out = 1.0
-    for i in range(k):
-        out *= (a + i) / (a + b + i)
-    return out
-
-
-def beta_binomial_pmf(m: int, a: float, b: float) -> list[float]:
-    """P(X = x), x = 0..m, for X ~ BetaBinomial(m, a, b): the posterior predictive count
-    of passes in m more draws of a sample whose pass rate has posterior Beta(a, b)."""
-    log_beta0 = math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
-    pmf = [
-        math.exp(
-            math.lgamma(m + 1)
-            - math.lgamma(x + 1)
-            - math.lgamma(m - x + 1)
-            + math.lgamma(x + a)
-            + math.lgamma(m - x + b)
-            - math.lgamma(m + a + b)
-            - log_beta0
-        )
-        for x in range(m + 1)
-    ]
-    total = sum(pmf)  # 1 up to rounding; renormalised so the weights sum to exactly 1
-    return [q / total for q in pmf]
-
-
 def completed(
     hist: Histogram,
-    prior: BetaPrior,
+    prior: Prior,
     nominal: int,
     at_nominal: Sequence[float],
-    beyond: Callable[[float, float], float],
+    beyond: Callable[[int, int], float],
     observed: Callable[[int, int], float] | None = None,
 ) -> float:
     """Mean over samples of E[T_N(C) | n, c] (the module docstring's figure).
 
-    `at_nominal[C]` is T_N at C passes in N = `nominal`; `beyond(a', b')` the posterior
+    `at_nominal[C]` is T_N at C passes in N = `nominal`; `beyond(n, c)` the posterior
     expectation of T's target for a sample with n > N; `observed(n, c)`, when given,
     replaces it there (a figure defined by the sample's own label).
     """
@@ -122,13 +113,12 @@ def completed(
     for n, c, w in hist:
         if n <= 0 or w <= 0:
             continue
-        a, b = prior.alpha + c, prior.beta + n - c
         if n <= nominal:
             # C = c + X: the passes a fixed-N run would have seen, X of them still unseen.
-            pmf = beta_binomial_pmf(nominal - n, a, b)
+            pmf = prior.predictive(n, c, nominal - n)
             value = sum(q * at_nominal[c + x] for x, q in enumerate(pmf))
         else:
-            value = observed(n, c) if observed is not None else beyond(a, b)
+            value = observed(n, c) if observed is not None else beyond(n, c)
         total += w * value
         weight += w
     return total / weight if weight else math.nan
@@ -142,7 +132,7 @@ def high_variance(c: int, n: int, threshold: float) -> bool:
     return rate * (1.0 - rate) > threshold + VARIANCE_TOLERANCE
 
 
-def adaptive_gate(hist: Histogram, prior: BetaPrior, nominal_runs: int, group_size: int) -> float:
+def adaptive_gate(hist: Histogram, prior: Prior, nominal_runs: int, group_size: int) -> float:
     """Mixed groups at `group_size` for an adaptive run (0/1 scores): what a fixed-N run
     uses per sample (unbiased where N >= G, the posterior predictive beyond; both have
     expectation E[u_G(p)]), completed from each stopped sample's posterior. The one
@@ -150,12 +140,18 @@ def adaptive_gate(hist: Histogram, prior: BetaPrior, nominal_runs: int, group_si
     big_n, g = max(1, nominal_runs), group_size
     # The per-sample estimator every fixed-N figure uses, at C passes in N.
     table = [gate_forecast(big_n, c, prior, g) for c in range(big_n + 1)]
-    return completed(hist, prior, big_n, table, lambda a, b: gate_open_posterior(0, 0, a, b, g))
+    return completed(
+        hist,
+        prior,
+        big_n,
+        table,
+        lambda n, c: 1.0 - prior.post_moment(n, c, g) - prior.post_moment(n, c, 0, g),
+    )
 
 
 def adaptive_figures(
     hist: Histogram,
-    prior: BetaPrior,
+    prior: Prior,
     *,
     nominal_runs: int,
     group_size: int,
@@ -172,7 +168,9 @@ def adaptive_figures(
 
     def pass_at(k: int) -> float:
         table = [pass_at_k(big_n, c, k) for c in passes]
-        return completed(hist, prior, big_n, table, lambda a, b: 1.0 - beta_moment(b, a, k))
+        return completed(
+            hist, prior, big_n, table, lambda n, c: 1.0 - prior.post_moment(n, c, 0, k)
+        )
 
     pass_k = {k: pass_at(k) for k in range(1, big_n + 1)}
     high = completed(
@@ -180,7 +178,7 @@ def adaptive_figures(
         prior,
         big_n,
         [float(high_variance(c, big_n, threshold)) for c in passes],
-        lambda a, b: math.nan,
+        lambda n, c: math.nan,
         observed=lambda n, c: float(high_variance(c, n, threshold)),
     )
     sizes = sorted({group_size, *group_sizes})
@@ -229,5 +227,5 @@ def model_based_note(summary: Mapping[str, Any]) -> str | None:
     return (
         f"adaptive run: {', '.join(shown)} are model-based at N = {summary.get('nominal_runs')} "
         "(sampling stopped once a sample was mixed, which biases raw pass rates; estimated "
-        "under the fitted Beta prior); category counts are exact"
+        "under the fitted pass-rate prior); category counts are exact"
     )

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from curate.stats.dataset import DatasetSummary, summarize, top_errors
-from curate.stats.estimators import BetaPrior
 from curate.stats.mixed import ScoreModel, fit_score_model
 from curate.stats.per_sample import (
     DEFAULT_GROUP_SIZE,
@@ -21,6 +20,8 @@ from curate.stats.per_sample import (
 if TYPE_CHECKING:
     import polars as pl
 
+    from curate.stats.prior import Prior
+
 
 @dataclass
 class Analysis:
@@ -29,7 +30,7 @@ class Analysis:
 
     per_sample: pl.DataFrame
     summary: DatasetSummary
-    prior: BetaPrior
+    prior: Prior
     binary: bool
     model: ScoreModel
 

@@ -41,7 +41,7 @@ SET_LABELS: Final[dict[str, str]] = {
 SET_DEFINITIONS: Final[dict[str, str]] = {
     "learned": "pass rate rose, significant at alpha",
     "forgotten": "pass rate fell, significant at alpha",
-    "newly_learnable": "always incorrect before, mixed after",
+    "newly_learnable": "always incorrect before, rewards that differ after",
     "still_unreachable": "always incorrect in both runs",
 }
 FISHER: Final = "fisher_exact"
@@ -243,7 +243,13 @@ def compare_samples(
     ).with_columns(
         (pl.col("significant") & (pl.col("change") > 0)).alias("learned"),
         (pl.col("significant") & (pl.col("change") < 0)).alias("forgotten"),
-        ((out_a == "always_incorrect") & (out_b == "mixed")).alias("newly_learnable"),
+        # Learnable means a group can be mixed: rewards that differ. A sample at 0.5 every
+        # time is "mixed" as an outcome but gives every group the same reward.
+        (
+            (out_a == "always_incorrect")
+            & (out_b == "mixed")
+            & (pl.col("best_score_b") > pl.col("worst_score_b"))
+        ).alias("newly_learnable"),
         ((out_a == "always_incorrect") & (out_b == "always_incorrect")).alias("still_unreachable"),
     )
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from curate.core.outcome import CATEGORIES
 from curate.stats import adaptive as adaptive_stats
-from curate.stats.estimators import BetaPrior, pass_at_k
+from curate.stats.estimators import pass_at_k
 from curate.stats.mixed import ScoreModel, mixed_curve, signature_histogram
 from curate.stats.per_sample import (
     GROUP,
@@ -26,6 +26,9 @@ from curate.stats.per_sample import (
 
 if TYPE_CHECKING:
     import polars as pl
+
+    from curate.stats.intervals import Interval
+    from curate.stats.prior import Prior
 
 # The variance-plot method's guidance on the share of high-variance samples.
 LOW_SIGNAL_SHARE = 0.10
@@ -66,6 +69,15 @@ class ComputeMultiplier:
     recommended_open_fraction: float = 0.0
     next_group_size: int = 0
     next_gain: float = 0.0
+    # 95% intervals of the figures past the rollouts taken (`curate.stats.intervals`;
+    # None when the figure needs no model, or the prior has no interval):
+    # {"low", "high"} of recommended_open_fraction and next_gain, and of the multiplier
+    # itself. `decided` is False when the interval of the multiplier holds more than one
+    # value: the data cannot choose it, and `reason` says so and what to do.
+    recommended_open_interval: dict[str, float] | None = None
+    next_gain_interval: dict[str, float] | None = None
+    recommended_range: dict[str, int] | None = None
+    decided: bool = True
 
 
 @dataclass
@@ -87,7 +99,7 @@ class DatasetSummary:
     compute_multiplier: ComputeMultiplier
     rollouts_per_sample: dict[str, float]
     binary_scores: bool
-    prior: dict[str, float]
+    prior: dict[str, Any]
     top_errors: list[dict[str, Any]] = field(default_factory=list)
     group_by: str | None = None
     by_group: list[dict[str, Any]] = field(default_factory=list)
@@ -138,12 +150,13 @@ def pass_at_k_columns(per_sample: pl.DataFrame, ks: list[int]) -> pl.DataFrame:
 
 def gate_curve(
     per_sample: pl.DataFrame,
-    prior: BetaPrior,
+    prior: Prior,
     group_sizes: list[int],
     *,
     binary: bool = True,
     model: ScoreModel | None = None,
     nominal_runs: int | None = None,
+    intervals: bool = False,
 ) -> pl.DataFrame:
     """Expected share of samples whose group of size G is mixed (rewards not all
     equal), per G: the sample mean of `mixed_probability` (unbiased where a sample has
@@ -151,7 +164,9 @@ def gate_curve(
 
     `model` is the analysis' `ScoreModel`; 0/1 scores may leave it out (it follows from
     `prior`), partial credit may not. `nominal_runs`: an adaptive run's N (0/1 scores),
-    whose curve is model-based (`curate.stats.adaptive.adaptive_gate`)."""
+    whose curve is model-based (`curate.stats.adaptive.adaptive_gate`). `intervals`
+    adds `interval_low` and `interval_high`, the 95% interval of each model-based point
+    (`mixed_share_interval`; null where no model is needed)."""
     import polars as pl
 
     if nominal_runs is not None and binary:
@@ -163,11 +178,48 @@ def gate_curve(
                 raise ValueError("partial-credit scores need the ScoreModel of their analysis")
             model = ScoreModel.binary(prior)
         values = mixed_curve(model, signature_histogram(model, per_sample), group_sizes)
-    return pl.DataFrame(
+    out = pl.DataFrame(
         list(zip(group_sizes, values, strict=True)),
         schema={"group_size": pl.Int64, "expected_open_fraction": pl.Float64},
         orient="row",
     )
+    if not intervals:
+        return out
+    fewest = min_rollouts(per_sample)
+    adaptive = nominal_runs is not None and binary
+    shape = model if model is not None else ScoreModel.binary(prior)
+    bounds = [mixed_share_interval(shape, g, fewest, adaptive=adaptive) for g in group_sizes]
+    return out.with_columns(
+        pl.Series("interval_low", [b.low if b else None for b in bounds], dtype=pl.Float64),
+        pl.Series("interval_high", [b.high if b else None for b in bounds], dtype=pl.Float64),
+    )
+
+
+def min_rollouts(per_sample: pl.DataFrame) -> int:
+    """The fewest scored rollouts of any scored sample (0 without one)."""
+    import polars as pl
+
+    value = per_sample.filter(pl.col("n_rollouts") > 0)["n_rollouts"].min()
+    return int(value) if isinstance(value, int) else 0
+
+
+def extrapolated(group_size: int, fewest: int, *, adaptive: bool) -> bool:
+    """Whether mixed groups at `group_size` need the prior: some sample has fewer
+    rollouts than the group (or the run stopped samples early, so every figure does)."""
+    return adaptive or group_size > fewest
+
+
+def mixed_share_interval(
+    model: ScoreModel, group_size: int, fewest: int, *, adaptive: bool
+) -> Interval | None:
+    """The 95% interval of the population share of mixed groups at `group_size`
+    (`curate.stats.intervals`), or None when the figure needs no model or a prior
+    carries no likelihood to bound it with (a hand-made prior)."""
+    from curate.stats.intervals import can_bound, mixed_interval
+
+    if not extrapolated(group_size, fewest, adaptive=adaptive) or not can_bound(model):
+        return None
+    return mixed_interval(model, group_size)
 
 
 def rule_of_thumb(high_variance_fraction: float) -> dict[str, int | None]:
@@ -206,7 +258,7 @@ def compute_multiplier(
     group_size: int,
     high_variance_fraction: float,
     *,
-    prior: BetaPrior,
+    prior: Prior,
     binary: bool,
     model: ScoreModel | None = None,
     open_fractions: Mapping[int, float] | None = None,
@@ -247,7 +299,7 @@ def compute_multiplier(
             )
         )
     rule = rule_of_thumb(high_variance_fraction)
-    return ComputeMultiplier(
+    out = ComputeMultiplier(
         recommended=recommended,
         rule_of_thumb=rule,
         reason=reason,
@@ -265,6 +317,78 @@ def compute_multiplier(
         next_group_size=g * (m + 1),
         next_gain=gain,
     )
+    _multiplier_intervals(
+        out,
+        curve,
+        model if model is not None else ScoreModel.binary(prior),
+        min_rollouts(per_sample),
+        adaptive=open_fractions is not None,
+    )
+    return out
+
+
+def _multiplier_intervals(
+    m: ComputeMultiplier,
+    curve: Mapping[int, float],
+    model: ScoreModel,
+    fewest: int,
+    *,
+    adaptive: bool,
+) -> None:
+    """Fill the multiplier's intervals (`curate.stats.intervals`) where its figures
+    need the prior, and say so in `reason` when the data cannot choose the multiplier."""
+    from curate.stats.intervals import can_bound, gain_bound, multiplier_range
+
+    if not can_bound(model):
+        return
+    g = m.group_size
+    if not extrapolated(g * (m.recommended + 1), fewest, adaptive=adaptive):
+        return  # every figure the recommendation rests on is observed
+    bounds: dict[tuple[int, float], float] = {}
+
+    def gain(k: int, sign: float) -> float:
+        """One end of the interval of the gain from G*k to G*(k+1)."""
+        if (k, sign) not in bounds:
+            if extrapolated(g * (k + 1), fewest, adaptive=adaptive):
+                bounds[k, sign] = gain_bound(model, g * k, g * (k + 1), sign)
+            else:  # both ends observed: the data's own figure
+                bounds[k, sign] = curve[k + 1] - curve[k]
+        return bounds[k, sign]
+
+    low, high = multiplier_range(
+        lambda k: gain(k, -1.0), lambda k: gain(k, 1.0), MAX_MULTIPLIER, MULTIPLIER_MIN_GAIN
+    )
+    low, high = min(low, m.recommended), max(high, m.recommended)
+    m.recommended_range = {"low": low, "high": high}
+    k = m.recommended
+    m.next_gain_interval = {"low": gain(k, -1.0), "high": gain(k, 1.0)}
+    big = mixed_share_interval(model, m.recommended_group_size, fewest, adaptive=adaptive)
+    m.recommended_open_interval = big.to_dict() if big is not None else None
+    if low != high:
+        m.decided = False
+        m.reason = undecided_text(m)
+
+
+def remedy_rollouts(m: ComputeMultiplier) -> int:
+    """Rollouts per prompt that would pin the tails enough to choose among the allowed
+    multipliers: one group beyond the largest of them."""
+    high = m.recommended_range["high"] if m.recommended_range else m.recommended
+    return m.group_size * (high + 1)
+
+
+def undecided_text(m: ComputeMultiplier) -> str:
+    """The one line that says the data cannot choose the multiplier, and the remedy."""
+    rng = m.recommended_range or {"low": m.recommended, "high": m.recommended}
+    return (
+        f"the data cannot choose the multiplier: anything from {rng['low']}x to "
+        f"{rng['high']}x fits it (95%), because prompts never (or always) solved so far "
+        "could have any pass rate near 0 (or 1); remedy: more rollouts per prompt pin "
+        f"those tails (the same curate eval again with -n {remedy_rollouts(m)})"
+    )
+
+
+def _as_dict(interval: Interval | None) -> dict[str, float] | None:
+    return None if interval is None else interval.to_dict()
 
 
 def top_errors(errors: pl.Series | None, limit: int = TOP_ERRORS) -> list[dict[str, Any]]:
@@ -320,7 +444,7 @@ def group_breakdown(per_sample: pl.DataFrame) -> list[dict[str, Any]]:
 def summarize(
     per_sample: pl.DataFrame,
     *,
-    prior: BetaPrior,
+    prior: Prior,
     threshold: float,
     group_size: int,
     binary: bool,
@@ -425,6 +549,14 @@ def summarize(
         gate={
             "group_size": group_size,
             "expected_open_fraction": multiplier.expected_open_fraction,
+            "interval": _as_dict(
+                mixed_share_interval(
+                    model if model is not None else ScoreModel.binary(prior),
+                    group_size,
+                    int(means["n_min"] or 0),
+                    adaptive=open_fractions is not None,
+                )
+            ),
         },
         compute_multiplier=multiplier,
         rollouts_per_sample={
@@ -433,7 +565,7 @@ def summarize(
             "median": float(means["n_median"] or 0),
         },
         binary_scores=binary,
-        prior={"alpha": prior.alpha, "beta": prior.beta},
+        prior=prior.summary(),
         by_group=group_breakdown(per_sample),
         extra=model_extra,
     )

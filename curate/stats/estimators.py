@@ -87,9 +87,41 @@ def wilson_interval(successes: float, n: int, z: float = 1.959963984540054) -> t
     return (low, high)
 
 
+def beta_moment(a: float, b: float, k: int) -> float:
+    """E[p^k] under Beta(a, b): B(a + k, b) / B(a, b) = prod_{i<k} (a + i) / (a + b + i)."""
+    out = 1.0
+    for i in range(k):
+        out *= (a + i) / (a + b + i)
+    return out
+
+
+def beta_binomial_pmf(m: int, a: float, b: float) -> list[float]:
+    """P(X = x), x = 0..m, for X ~ BetaBinomial(m, a, b): the posterior predictive count
+    of passes in m more draws of a sample whose pass rate has posterior Beta(a, b)."""
+    log_beta0 = math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+    pmf = [
+        math.exp(
+            math.lgamma(m + 1)
+            - math.lgamma(x + 1)
+            - math.lgamma(m - x + 1)
+            + math.lgamma(x + a)
+            + math.lgamma(m - x + b)
+            - math.lgamma(m + a + b)
+            - log_beta0
+        )
+        for x in range(m + 1)
+    ]
+    total = sum(pmf)  # 1 up to rounding; renormalised so the weights sum to exactly 1
+    return [q / total for q in pmf]
+
+
 @dataclass(frozen=True, slots=True)
 class BetaPrior:
-    """Beta(alpha, beta) prior on per-sample pass rates."""
+    """Beta(alpha, beta) prior on per-sample pass rates.
+
+    The prior curate fitted before the NPMLE (`curate.stats.prior`), with the same
+    interface (`curate.stats.prior.Prior`); no figure uses it any more: it stays for
+    the before/after comparison (benchmarks/bench_prior.py) and the tests of that."""
 
     alpha: float
     beta: float
@@ -101,6 +133,25 @@ class BetaPrior:
     def smooth(self, successes: float, n: int) -> float:
         """Posterior mean pass rate: (c + alpha) / (n + alpha + beta)."""
         return (successes + self.alpha) / (n + self.alpha + self.beta)
+
+    def post_moment(self, n: int, c: float, a: int, b: int = 0) -> float:
+        """E[p^a (1 - p)^b | c of n] under the posterior Beta(alpha + c, beta + n - c)."""
+        pa, pb = self.alpha + c, self.beta + n - c
+        out = 1.0
+        for i in range(a):
+            out *= (pa + i) / (pa + pb + i)
+        for i in range(b):
+            out *= (pb + i) / (pa + pb + a + i)
+        return out
+
+    def predictive(self, n: int, c: int, m: int) -> list[float]:
+        return beta_binomial_pmf(m, self.alpha + c, self.beta + n - c)
+
+    def mirror(self) -> BetaPrior:
+        return BetaPrior(self.beta, self.alpha)
+
+    def summary(self) -> dict[str, object]:
+        return {"alpha": self.alpha, "beta": self.beta, "kind": "beta", "mean": self.mean}
 
 
 _MIN_STRENGTH, _MAX_STRENGTH = 1e-2, 1e4

@@ -17,18 +17,23 @@ For a sample with n scored rollouts, n_v of them scoring exactly v:
 - n >= G: 1 - sum_v C(n_v, G) / C(n, G). Drawing G of the n observed rollouts without
   replacement: an unbiased estimate of the chance for G fresh draws.
 - n < G: 1 - sum_v E[r_v^G | n_v, n], the posterior predictive. r_v is the sample's rate
-  of scoring exactly v, with an empirical-Bayes Beta(a_v, b_v) prior fitted per value over
-  the data set (maximum beta-binomial likelihood of the pairs (n, n_v) of every sample,
-  zeros included), so E[r_v^G | n_v, n] = prod_{i<G} (a_v + n_v + i) / (a_v + b_v + n + i).
-  The sum runs over every value seen anywhere in the data set: a value this sample has not
-  shown keeps its prior mass. Values beyond the `MAX_VALUES` most frequent share one prior.
+  of scoring exactly v, with an empirical-Bayes prior fitted per value over the data set:
+  the NPMLE of `curate.stats.prior` on the pairs (n, n_v) of every sample, zeros
+  included (n_v given n is binomial in r_v, so the per-value fit is the pass-rate fit
+  with "scored exactly v" in place of "passed"). The sum runs over every value seen
+  anywhere in the data set: a value this sample has not shown keeps its prior mass.
+  Values beyond the `MAX_VALUES` most frequent share one prior.
 
-With 0/1 scores the n < G branch is the Beta-binomial posterior predictive on the pass
-rate (a_1, b_1 = alpha, beta and a_0, b_0 = beta, alpha of the pass-rate prior).
-Averaged over samples it is calibrated when each value's rate is Beta-distributed over
-the population (exactly so for 0/1 scores with Beta pass rates); the plug-in
-1 - p~^G - (1 - p~)^G on a smoothed pass rate is not (Jensen's inequality), and it ignores
-partial credit.
+Partial credit is modelled one value at a time: each value's prior is the marginal of
+that value's rate, which is all E[r_v^G] needs, so the joint distribution of the rates
+never has to be assumed. A judge that gives some prompts 0.5 every time shows up as an
+atom at 1 in the prior of 0.5's rate, and those prompts are not mixed at any G.
+
+With 0/1 scores the n < G branch is the posterior predictive 1 - E[p^G] - E[(1-p)^G]
+on the pass rate (the prior of 0's rate is the mirror image of the pass-rate prior).
+Averaged over samples it is calibrated when the prior fits the population; the plug-in
+1 - p~^G - (1 - p~)^G on a smoothed pass rate is not (Jensen's inequality), and it
+ignores partial credit.
 """
 
 from __future__ import annotations
@@ -38,10 +43,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias
 
-from curate.stats.estimators import BetaPrior, choose_ratio, fit_beta_prior
+from curate.stats.estimators import choose_ratio
 
 if TYPE_CHECKING:
     import polars as pl
+
+    from curate.stats.prior import Prior
 
 # What the estimator needs of one sample: (n, ((value index, count), ...) for the
 # modelled values it has shown, (count, ...) for the pooled rare values it has shown).
@@ -58,19 +65,9 @@ def mixed_label(group_size: int) -> str:
     return f"mixed groups at G={group_size}"
 
 
-def rising_ratio(a: float, s: float, g: int) -> float:
-    """prod_{i<g} (a + i) / (s + i): E[r^g] for r ~ Beta(a, s - a)."""
-    out = 1.0
-    for i in range(g):
-        out *= (a + i) / (s + i)
-        if out == 0.0:
-            break
-    return out
-
-
 @dataclass(frozen=True)
 class ScoreModel:
-    """Per-value Beta priors on each sample's rate of scoring exactly that value, and
+    """Per-value priors on each sample's rate of scoring exactly that value, and
     (partial credit) every sample's value counts as a `Signature`.
 
     `values[i]` has prior `priors[i]`; `rare_values` more values share the prior `rare`.
@@ -79,16 +76,16 @@ class ScoreModel:
     """
 
     values: tuple[float, ...]
-    priors: tuple[BetaPrior, ...]
-    rare: BetaPrior | None = None
+    priors: tuple[Prior, ...]
+    rare: Prior | None = None
     rare_values: int = 0
     signatures: tuple[Signature, ...] = ()
     index: pl.DataFrame | None = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def binary(cls, prior: BetaPrior) -> ScoreModel:
+    def binary(cls, prior: Prior) -> ScoreModel:
         """0/1 scores: the pass-rate prior for 1, its mirror image for 0."""
-        return cls(values=(0.0, 1.0), priors=(BetaPrior(prior.beta, prior.alpha), prior))
+        return cls(values=(0.0, 1.0), priors=(prior.mirror(), prior))
 
     @property
     def is_binary(self) -> bool:
@@ -111,14 +108,11 @@ def mixed_probability(model: ScoreModel, signature: Signature, group_size: int) 
         same += sum(choose_ratio(c, n, group_size) for c in rare)
     else:
         seen = dict(counts)
-        same = sum(
-            rising_ratio(p.alpha + seen.get(i, 0), p.alpha + p.beta + n, group_size)
-            for i, p in enumerate(model.priors)
-        )
+        same = sum(p.post_moment(n, seen.get(i, 0), group_size) for i, p in enumerate(model.priors))
         if model.rare is not None:
-            a, s = model.rare.alpha, model.rare.alpha + model.rare.beta + n
-            same += sum(rising_ratio(a + c, s, group_size) for c in rare)
-            same += (model.rare_values - len(rare)) * rising_ratio(a, s, group_size)
+            pooled = model.rare
+            same += sum(pooled.post_moment(n, c, group_size) for c in rare)
+            same += (model.rare_values - len(rare)) * pooled.post_moment(n, 0, group_size)
     return min(1.0, max(0.0, 1.0 - same))
 
 
@@ -176,9 +170,11 @@ def sample_probabilities(model: ScoreModel, group_size: int) -> pl.DataFrame:
 
 def fit_score_model(rollouts: pl.DataFrame | pl.LazyFrame) -> ScoreModel:
     """The `ScoreModel` of partial-credit rollouts (sample_id, score; a null score, a
-    failed rollout, is left out): one Beta prior per frequent value, fitted over every
+    failed rollout, is left out): one prior per frequent value, fitted over every
     sample, and each sample's signature."""
     import polars as pl
+
+    from curate.stats.prior import fit_prior_counts
 
     counts = (
         rollouts.lazy()
@@ -221,12 +217,12 @@ def fit_score_model(rollouts: pl.DataFrame | pl.LazyFrame) -> ScoreModel:
 
     with_n = counts.join(n_of, on="sample_id")
     priors = tuple(
-        fit_beta_prior(histogram(with_n.filter(pl.col("slot") == i), 1))
+        fit_prior_counts(histogram(with_n.filter(pl.col("slot") == i), 1))
         for i in range(len(modelled))
     )
     rare = None
     if rare_values:
-        rare = fit_beta_prior(histogram(with_n.filter(pl.col("slot") == -1), rare_values))
+        rare = fit_prior_counts(histogram(with_n.filter(pl.col("slot") == -1), rare_values))
 
     index: dict[Signature, int] = {}
     ids: list[int] = []

@@ -15,11 +15,7 @@ from curate.core.outcome import (
     PASS_SCORE,
     category_expr,
 )
-from curate.stats.estimators import (
-    BetaPrior,
-    fit_beta_prior,
-    wilson_interval,
-)
+from curate.stats.estimators import wilson_interval
 from curate.stats.mixed import (
     ScoreModel,
     binary_signature,
@@ -30,6 +26,8 @@ from curate.stats.mixed import (
 
 if TYPE_CHECKING:
     import polars as pl
+
+    from curate.stats.prior import Prior
 
 DEFAULT_GROUP_SIZE = 8
 # In a compressed frame (one row per distinct statistics, no sample_id), how many
@@ -221,11 +219,15 @@ def is_binary(aggregated: pl.DataFrame) -> bool:
     return int(aggregated["partial"].sum()) == 0
 
 
-def fit_prior(aggregated: pl.DataFrame) -> BetaPrior:
-    """Empirical-Bayes Beta prior on pass rates, fitted on the whole data set."""
+def fit_prior(aggregated: pl.DataFrame) -> Prior:
+    """The empirical-Bayes pass-rate prior (the NPMLE, `curate.stats.prior`), fitted on
+    the (n, c) histogram of the whole data set: the one prior behind every model-based
+    figure."""
+    from curate.stats.prior import fit_prior_counts
+
     # Sorted: the fit sums over the histogram, so its order must not depend on hashing.
     hist = pair_histogram(aggregated, scored_only=True)
-    return fit_beta_prior((int(n), float(c), int(w)) for n, c, w in hist)
+    return fit_prior_counts((int(n), float(c), int(w)) for n, c, w in hist)
 
 
 def pair_histogram(frame: pl.DataFrame, *, scored_only: bool = False) -> list[tuple[int, int, int]]:
@@ -258,7 +260,7 @@ def sample_stats(
     *,
     threshold: float = DEFAULT_THRESHOLD,
     group_size: int = DEFAULT_GROUP_SIZE,
-    prior: BetaPrior | None = None,
+    prior: Prior | None = None,
 ) -> pl.DataFrame:
     """One row per sample with every per-sample statistic curate reports."""
     agg = aggregate_rollouts(rollouts)
@@ -276,7 +278,7 @@ def stats_from_aggregate(
     agg: pl.DataFrame,
     rollouts: pl.DataFrame | pl.LazyFrame,
     *,
-    prior: BetaPrior,
+    prior: Prior,
     threshold: float,
     group_size: int,
     model: ScoreModel | None = None,
@@ -339,14 +341,14 @@ def stats_from_aggregate(
     )
 
 
-def gate_forecast(n: int, c: int, prior: BetaPrior, group_size: int) -> float:
+def gate_forecast(n: int, c: int, prior: Prior, group_size: int) -> float:
     """P(a group of `group_size` is mixed) for a 0/1 sample with c passes in n:
     `mixed_probability` under the pass-rate prior (unbiased from the outcomes when
-    n >= G, else the Beta-binomial posterior predictive)."""
+    n >= G, else the posterior predictive)."""
     return mixed_probability(ScoreModel.binary(prior), binary_signature(n, c), group_size)
 
 
-def _pair_table(frame: pl.DataFrame, prior: BetaPrior, group_size: int) -> pl.DataFrame:
+def _pair_table(frame: pl.DataFrame, prior: Prior, group_size: int) -> pl.DataFrame:
     """Estimators that depend only on (n, c), computed once per distinct pair."""
     import polars as pl
 

@@ -8,7 +8,8 @@ Choosing f decides which prompts the gradient emphasises:
     sqrt    f = sqrt p            w = 1 / (2 sqrt p)
     arcsin  f = 2 arcsin(sqrt p)  w = 1 / sqrt(p (1 - p))   (standardised GRPO's implicit weight)
 
-The weights are computed on the Beta-smoothed pass rate clipped to [delta, 1 - delta]
+The weights are computed on the smoothed pass rate (the posterior mean under the
+pass-rate prior, `curate.stats.prior`) clipped to [delta, 1 - delta]
 (w is steep near 0 and 1, and a small group's raw rate is often exactly 0 or 1), and
 normalised to mean 1 over the samples given, so they rescale without changing the
 overall step size.

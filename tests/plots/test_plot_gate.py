@@ -55,3 +55,22 @@ def test_bad_input(curve: pl.DataFrame) -> None:
         gate_figure(curve, group_size=0)
     with pytest.raises(InputError, match="expected_open_fraction"):
         gate_figure(curve.drop("expected_open_fraction"))
+
+
+def test_interval_past_the_rollouts_taken_is_shaded() -> None:
+    """A curve with 95% intervals (null where the rollouts observe the point) shades
+    them and names the band in the legend; one without intervals shades nothing more."""
+    curve = pl.DataFrame(
+        {
+            "group_size": [2, 4, 8, 16, 32],
+            "expected_open_fraction": [0.2, 0.3, 0.4, 0.45, 0.5],
+            "interval_low": [None, None, None, 0.42, 0.43],
+            "interval_high": [None, None, None, 0.5, 0.62],
+        }
+    )
+    fig = gate_figure(curve, group_size=8)
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any(text.startswith("95% interval past the rollouts taken") for text in legend)
+    plain = gate_figure(curve.drop("interval_low", "interval_high"), group_size=8)
+    assert not any("95% interval" in t.get_text() for t in plain.legends[0].get_texts())
+    assert len(fig.axes[0].collections) == len(plain.axes[0].collections) + 1

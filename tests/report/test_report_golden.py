@@ -18,6 +18,7 @@ from curate.report.render import render_json, render_markdown, render_table
 from curate.stats import analyze
 from curate.store.scores import load_scores
 from tests.conftest import JSON_CONTRACT_KEYS
+from tests.stats.helpers import posterior_moment
 
 from .goldens import DATA
 
@@ -83,17 +84,21 @@ def test_golden_values_by_hand(analysis) -> None:
     assert data["pass_at_k"] == approx(
         {"1": mean, "2": (2 + 1 + 0.5 + 1) / 8, "3": (2 + 1 + 0.75 + 1) / 8, "4": 4 / 7}
     )
-    # Every n < G = 8: the Beta-binomial posterior predictive with the fitted prior,
-    # 1 - E[p^8] - E[(1-p)^8] over Beta(a + c, b + n - c).
-    a, b = analysis.prior.alpha, analysis.prior.beta
-    assert data["prior"] == approx({"alpha": a, "beta": b})
+    # Every n < G = 8: the posterior predictive 1 - E[p^8] - E[(1-p)^8] given (n, c) under
+    # the fitted pass-rate prior (the NPMLE), summed here atom by atom.
+    prior = analysis.prior
+    summary = prior.summary()
+    assert data["prior"]["kind"] == "npmle"
+    assert data["prior"]["alpha"] == approx(summary["alpha"])
+    assert data["prior"]["mass_at_0"] == approx(summary["mass_at_0"])
     counts = [(4, 4), (4, 4), (4, 0), (4, 0), (4, 0), (4, 3), (4, 1), (3, 2)]
-
-    def rising(x: float, n: int) -> float:
-        return math.prod((x + i) / (a + b + n + i) for i in range(8))
-
-    u = [1 - rising(a + c, n) - rising(b + n - c, n) for n, c in counts]
-    assert data["gate"] == {"group_size": 8, "expected_open_fraction": approx(sum(u) / 8)}
+    u = [
+        1 - posterior_moment(prior, n, c, 8) - posterior_moment(prior, n, c, 0, 8)
+        for n, c in counts
+    ]
+    assert data["gate"]["expected_open_fraction"] == approx(sum(u) / 8)
+    interval = data["gate"]["interval"]  # every sample has n < G: a model-based figure
+    assert interval["low"] <= data["gate"]["expected_open_fraction"] <= interval["high"]
     multiplier = data["compute_multiplier"]
     assert multiplier["rule_of_thumb"] == {"low": 1, "high": 1}  # 37.5% > 30%
     assert multiplier["rule_of_thumb_text"] == "1x"

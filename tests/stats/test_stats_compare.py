@@ -257,3 +257,15 @@ def test_forecast_check_bins_and_correlations() -> None:
     )
     assert bins["(0.75, 1)"]["samples"] == 0 and bins["1"]["observed"] == pytest.approx(0.875)
     assert sum(row["samples"] for row in got["bins"]) == 8  # type: ignore[union-attr]
+
+
+def test_the_same_partial_credit_every_time_is_not_newly_learnable() -> None:
+    """All 0 -> all 0.5: the outcome after is "mixed" (neither all full credit nor all 0),
+    but every group's rewards are equal, so nothing became learnable; all 0 -> 0.5 and 1
+    did."""
+    before = long_frame({"same": [0.0] * 4, "differs": [0.0] * 4})
+    after = long_frame({"same": [0.5] * 4, "differs": [0.5, 1.0, 0.5, 0.5]})
+    by_id = {row["sample_id"]: row for row in _compare(before, after).iter_rows(named=True)}
+    assert by_id["same"]["outcome_b"] == "mixed"
+    assert not by_id["same"]["newly_learnable"]
+    assert by_id["differs"]["newly_learnable"]

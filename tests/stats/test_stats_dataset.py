@@ -15,8 +15,8 @@ from curate.stats.dataset import (
     rule_of_thumb,
     rule_of_thumb_text,
 )
-from curate.stats.estimators import gate_open_posterior
 from tests.conftest import JSON_CONTRACT_KEYS
+from tests.stats.helpers import posterior_moment
 
 E = None
 
@@ -73,6 +73,7 @@ def test_summary_hand_computed(rollouts) -> None:
     assert s.gate == {
         "group_size": 2,
         "expected_open_fraction": pytest.approx((gate_c + gate_d) / 4),
+        "interval": None,  # every sample has n >= G: no model, no interval
     }
     assert s.rollouts_per_sample == {"min": 3, "max": 4, "median": 4.0}
     assert s.binary_scores is True
@@ -167,7 +168,7 @@ def test_gate_curve_binary_matches_per_sample_gate(rollouts) -> None:
     # G = 8: unbiased for a and b (n = 8); c has 3 rollouts, so the posterior predictive.
     a8 = 1 - math.comb(5, 8) - math.comb(3, 8)  # 5 passes, 3 failures: any 8 are mixed
     prior = analysis.prior
-    c8 = gate_open_posterior(3, 1, prior.alpha, prior.beta, 8)
+    c8 = 1 - posterior_moment(prior, 3, 1, 8) - posterior_moment(prior, 3, 1, 0, 8)
     assert values[8] == pytest.approx((a8 + 0 + c8) / 3)
     a2 = 1 - math.comb(5, 2) / math.comb(8, 2) - math.comb(3, 2) / math.comb(8, 2)
     c2 = 1 - 0 - 1 / 3

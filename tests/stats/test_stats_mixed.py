@@ -17,6 +17,7 @@ from curate.stats.mixed import (
     mixed_probability,
 )
 from tests.conftest import long_frame
+from tests.stats.helpers import posterior_moment
 
 
 @pytest.mark.parametrize(("n", "c"), [(8, 3), (8, 0), (4, 4), (3, 1), (0, 0)])
@@ -45,10 +46,7 @@ def test_a_value_the_sample_never_showed_keeps_its_prior_mass() -> None:
     number = dict(model.index.rows())
     sig = model.signatures[number["a"]]
     half, one, zero = (model.priors[model.values.index(v)] for v in (0.5, 1.0, 0.0))
-    same = sum(
-        math.prod((p.alpha + k + i) / (p.alpha + p.beta + 3 + i) for i in range(8))
-        for p, k in ((half, 3), (one, 0), (zero, 0))
-    )
+    same = sum(posterior_moment(p, 3, k, 8) for p, k in ((half, 3), (one, 0), (zero, 0)))
     assert mixed_probability(model, sig, 8) == pytest.approx(1 - same)
     assert 0 < mixed_probability(model, sig, 8) < 1
 

@@ -8,7 +8,8 @@ import polars as pl
 import pytest
 
 from curate.stats import CATEGORIES, aggregate_rollouts, analyze, pass_at_k_columns, sample_stats
-from curate.stats.estimators import BetaPrior, gate_open_posterior
+from curate.stats.estimators import BetaPrior
+from tests.stats.helpers import posterior_moment
 
 E = None  # an error row
 
@@ -71,10 +72,10 @@ def test_gate_column_is_the_posterior_predictive_when_n_below_g(rollouts) -> Non
     analysis = analyze(frame, group_size=8)
     prior = analysis.prior
     for sid, (c, n) in {"a": (3, 3), "b": (1, 4), "c": (0, 3)}.items():
-        p = (c + prior.alpha) / (n + prior.alpha + prior.beta)
+        p = posterior_moment(prior, n, c, 1)
         r = row(analysis.per_sample, sid)
         assert r["smoothed_pass_rate"] == pytest.approx(p)
-        want = gate_open_posterior(n, c, prior.alpha, prior.beta, 8)
+        want = 1 - posterior_moment(prior, n, c, 8) - posterior_moment(prior, n, c, 0, 8)
         assert r["gate_open_probability"] == pytest.approx(want)
         # Not the plug-in on the smoothed rate, which overstates (Jensen).
         assert r["gate_open_probability"] < 1 - (1 - p) ** 8 - p**8
@@ -84,7 +85,8 @@ def test_prior_is_fitted_on_the_whole_data_set(rollouts) -> None:
     frame = rollouts({f"s{i}": [1, 0, 1, 1] if i % 2 else [0, 0, 0, 1] for i in range(40)})
     analysis = analyze(frame)
     prior = analysis.prior
-    assert analysis.summary.prior == {"alpha": prior.alpha, "beta": prior.beta}
+    assert analysis.summary.prior == prior.summary()
+    assert analysis.summary.prior["kind"] == "npmle"
     # Pass rates are 0.75 and 0.25 in equal numbers: the prior mean is 0.5.
     assert prior.mean == pytest.approx(0.5, abs=1e-3)
 
@@ -182,12 +184,11 @@ def test_partial_credit_gate_counts_distinct_values(rollouts) -> None:
     # a: n = 8 >= 4: 1 - C(6,4)/C(8,4) - C(2,4)/C(8,4) = 1 - 15/70
     assert row(stats, "a")["gate_open_probability"] == pytest.approx(1 - 15 / 70)
     # b: n = 3 < 4: the posterior predictive, over the values 0.5 and 1.0 of the data set
-    # with a Beta prior fitted per value: small, not zero (b may yet score 1.0)
+    # with a prior fitted per value: between 0 and 1 (b may yet score 1.0)
     model = analyze(frame, group_size=4).model
     assert model.values == (0.5, 1.0)
     half, one = model.priors
-    same = math.prod((half.alpha + 3 + i) / (half.alpha + half.beta + 3 + i) for i in range(4))
-    same += math.prod((one.alpha + i) / (one.alpha + one.beta + 3 + i) for i in range(4))
+    same = posterior_moment(half, 3, 3, 4) + posterior_moment(one, 3, 0, 4)
     b = row(stats, "b")["gate_open_probability"]
     assert b == pytest.approx(1 - same)
     assert 0.0 < b < 1.0

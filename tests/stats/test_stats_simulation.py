@@ -159,11 +159,20 @@ def test_gate_curve_beyond_n_is_calibrated(alpha: float, beta: float) -> None:
     )
     analysis = analyze(frame)
     sizes = [16, 32, 64]
-    curve = dict(gate_curve(analysis.per_sample, analysis.prior, sizes).rows())
+    table = gate_curve(analysis.per_sample, analysis.prior, sizes, intervals=True)
+    curve = {g: (value, low, high) for g, value, low, high in table.rows()}
     smoothed = analysis.per_sample["smoothed_pass_rate"].to_numpy()
     for g in sizes:
         truth = float(np.mean(1 - (1 - p) ** g - p**g))
-        assert curve[g] == pytest.approx(truth, abs=0.01), f"G={g}"
+        value, low, high = curve[g]
+        # Past the rollouts taken: the printed 95% interval holds the truth (and the
+        # figure). The figure alone is within 2 points at twice the rollouts; further
+        # out the data does not pin it down (on this U-shaped Beta the NPMLE's point is
+        # 4.6 points off at G = 32; the Beta prior, the true shape here, is not), which is
+        # what the interval says.
+        assert low <= truth <= high and low <= value <= high, f"G={g}"
+        if g == 16:
+            assert value == pytest.approx(truth, abs=0.02), f"G={g}"
         plug_in = float(np.mean([gate_open_bernoulli(x, g) for x in smoothed]))
         assert abs(plug_in - truth) > 0.03, f"plug-in at G={g} was not biased"
 
@@ -232,6 +241,16 @@ def assert_calibrated(value: float, estimates: np.ndarray, truth: np.ndarray, wh
     assert abs(bias) <= Z * se + FIT_SLACK, f"{what}: bias {bias:+.4f} (se {se:.4f})"
 
 
+def assert_covered(bounds: tuple[float, float], truth: np.ndarray, what: str) -> None:
+    """The mean truth inside a printed 95% interval (widened by FIT_SLACK: the truth is
+    the mean over these samples, the interval is for the population's share)."""
+    low, high = bounds
+    value = float(np.mean(truth))
+    assert low - FIT_SLACK <= value <= high + FIT_SLACK, (
+        f"{what}: {value:.4f} not in [{low:.4f}, {high:.4f}]"
+    )
+
+
 def check_every_figure(frame: pl.DataFrame, rates: np.ndarray, seed: int) -> None:
     """The headline at G = 8, the per-sample column, the gate curve at SIZES, the
     multiplier's two shares and the by-group shares all match the truth."""
@@ -246,32 +265,52 @@ def check_every_figure(frame: pl.DataFrame, rates: np.ndarray, seed: int) -> Non
     def truth_at(size: int) -> np.ndarray:
         return 1.0 - (rates**size).sum(axis=1)
 
-    curve = dict(
-        gate_curve(
-            analysis.per_sample, analysis.prior, SIZES, binary=analysis.binary, model=analysis.model
-        ).rows()
+    table = gate_curve(
+        analysis.per_sample,
+        analysis.prior,
+        SIZES,
+        binary=analysis.binary,
+        model=analysis.model,
+        intervals=True,
     )
+    curve = dict(table.select("group_size", "expected_open_fraction").rows())
+    bounds = {g: (lo, hi) for g, _, lo, hi in table.rows()}
+    fewest = int(analysis.per_sample["n_rollouts"].min())
     for size in SIZES:
         estimates = per_sample_estimates(analysis, size)
         assert curve[size] == pytest.approx(float(np.mean(estimates)), abs=1e-12)
-        assert_calibrated(curve[size], estimates, truth_at(size), f"gate curve at G={size}")
+        if size <= fewest:  # observed: the unbiased estimator, no interval
+            assert bounds[size] == (None, None)
+            assert_calibrated(curve[size], estimates, truth_at(size), f"gate curve at G={size}")
+        else:  # past the rollouts taken: the printed interval holds the truth
+            assert_covered(bounds[size], truth_at(size), f"gate curve at G={size}")
 
     estimates, truth = per_sample_estimates(analysis, g), truth_at(g)
     headline = summary.gate["expected_open_fraction"]
     assert headline == curve[g]  # one number for one label
-    assert_calibrated(headline, estimates, truth, "headline")
+    if g <= fewest:
+        assert_calibrated(headline, estimates, truth, "headline")
+    else:
+        interval = summary.gate["interval"]
+        assert (interval["low"], interval["high"]) == bounds[g]
+        assert_covered(bounds[g], truth, "headline")
     column = analysis.per_sample.sort("sample_id")["gate_open_probability"].to_numpy()
     assert column == pytest.approx(estimates, abs=1e-12)
 
     m = summary.compute_multiplier
     assert m.expected_open_fraction == headline
     big = m.recommended_group_size
-    assert_calibrated(
-        m.recommended_open_fraction,
-        per_sample_estimates(analysis, big),
-        truth_at(big),
-        f"multiplier at G={big}",
-    )
+    if big <= fewest:
+        assert_calibrated(
+            m.recommended_open_fraction,
+            per_sample_estimates(analysis, big),
+            truth_at(big),
+            f"multiplier at G={big}",
+        )
+    else:
+        interval = m.recommended_open_interval
+        assert interval is not None
+        assert_covered((interval["low"], interval["high"]), truth_at(big), f"multiplier G={big}")
 
     by_group = {row["group"]: row for row in summary.by_group}
     assert set(by_group) == {"a", "b"}
@@ -279,9 +318,11 @@ def check_every_figure(frame: pl.DataFrame, rates: np.ndarray, seed: int) -> Non
     for name, row in by_group.items():
         mask = labels[order] == name
         assert row["samples"] == int(mask.sum())
-        assert_calibrated(
-            row["expected_open_fraction"], estimates[mask], truth[mask], f"group {name}"
-        )
+        assert row["expected_open_fraction"] == pytest.approx(float(np.mean(estimates[mask])))
+        if g <= fewest:
+            assert_calibrated(
+                row["expected_open_fraction"], estimates[mask], truth[mask], f"group {name}"
+            )
 
 
 @pytest.mark.parametrize(("n_lo", "n_hi"), ROLLOUT_COUNTS)
@@ -308,10 +349,10 @@ def test_every_mixed_group_figure_is_calibrated_on_partial_credit(
 
 @pytest.mark.parametrize(("alpha", "beta"), [(0.4, 0.6), (0.3, 0.3)])
 def test_partial_credit_off_model_stays_close(alpha: float, beta: float) -> None:
-    """Partial credit as the share of 4 checks passed, p ~ Beta: no value's rate is
-    Beta-distributed, so the priors are only approximate. The headline and curve stay
-    within 2.5 points of the truth at G up to 64 with 4 rollouts per sample, where the
-    pass-rate plug-in u(p~) (what curate printed before) is 15 points or more off."""
+    """Partial credit as the share of 4 checks passed, p ~ Beta. With 4 rollouts per
+    sample the figures at G = 8 to 64 lie past them: their printed intervals hold the
+    truth, where the pass-rate plug-in u(p~) (what curate printed before) is 10 points
+    or more off."""
     rng = np.random.default_rng(51)
     p = rng.beta(alpha, beta, POPULATION_SAMPLES)
     checks = 4
@@ -320,16 +361,24 @@ def test_partial_credit_off_model_stays_close(alpha: float, beta: float) -> None
         [math.comb(checks, k) * p**k * (1 - p) ** (checks - k) for k in range(checks + 1)], axis=1
     )
     analysis = analyze(frame, group_size=16)
-    curve = dict(
-        gate_curve(
-            analysis.per_sample, analysis.prior, SIZES, binary=False, model=analysis.model
-        ).rows()
+    table = gate_curve(
+        analysis.per_sample,
+        analysis.prior,
+        SIZES,
+        binary=False,
+        model=analysis.model,
+        intervals=True,
     )
+    curve = dict(table.select("group_size", "expected_open_fraction").rows())
+    bounds = {g: (low, high) for g, _, low, high in table.rows()}
     assert analysis.summary.gate["expected_open_fraction"] == curve[16]
     smoothed = analysis.per_sample["smoothed_pass_rate"].to_numpy()
     for size in SIZES:
         truth = float(np.mean(1.0 - (rates**size).sum(axis=1)))
-        assert abs(curve[size] - truth) < 0.025, f"G={size}"
+        if size <= 4:
+            assert abs(curve[size] - truth) < 0.025, f"G={size}"
+        else:  # past the 4 rollouts: the printed interval holds the truth
+            assert_covered(bounds[size], np.array([truth]), f"G={size}")
         if size in (8, 16):
             plug_in = float(np.mean([gate_open_bernoulli(x, size) for x in smoothed]))
             assert abs(plug_in - truth) > 0.1, f"plug-in at G={size} was not biased"

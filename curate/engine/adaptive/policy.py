@@ -12,8 +12,8 @@ Rules (Reinforce-Ada-Seq style):
   `balanced=K` once it has K passes (score >= 1) and K non-passes;
 - a sample whose outcomes are still all the same keeps drawing until `max_runs`;
 - with `budget`, when the remaining budget cannot pay for every wanted draw, it goes
-  to the samples with the best chance of opening per rollout, on the Beta-smoothed
-  pass rate, and the run stops when the budget is spent.
+  to the samples with the best chance of opening per rollout, on the smoothed pass
+  rate (the posterior mean under the pass-rate prior), and the run stops when the budget is spent.
 
 With `max_runs = N` and no budget, every sample ends with the same always-correct /
 always-wrong / mixed label as a fixed-N run on the same outcome sequence: the
@@ -27,11 +27,13 @@ import heapq
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from curate.core.outcome import PASS_SCORE, outcome_of_scores
 from curate.errors import UsageError
-from curate.stats.estimators import BetaPrior, fit_beta_prior
+
+if TYPE_CHECKING:
+    from curate.stats.prior import Prior
 
 # One draw per round: a sample stops at the very draw that mixes it (Reinforce-Ada-Seq);
 # an untouched sample still draws two, the fewest that can be mixed.
@@ -171,7 +173,7 @@ class AdaptivePolicy:
         self,
         states: Mapping[str, SampleState],
         spent: int = 0,
-        prior: BetaPrior | None = None,
+        prior: Prior | None = None,
     ) -> dict[str, int]:
         """sample_id -> rollouts to draw this round (empty: the run is over).
 
@@ -193,7 +195,7 @@ class AdaptivePolicy:
         states: Mapping[str, SampleState],
         wants: Mapping[str, int],
         remaining: int,
-        prior: BetaPrior,
+        prior: Prior,
     ) -> dict[str, int]:
         """Spend `remaining` rollouts greedily on the best expected openings per rollout.
 
@@ -227,17 +229,20 @@ class AdaptivePolicy:
         return plan
 
 
-def prior_from_states(states: Iterable[SampleState]) -> BetaPrior:
-    """Empirical-Bayes Beta prior on pass rates from the outcomes so far.
+def prior_from_states(states: Iterable[SampleState]) -> Prior:
+    """The empirical-Bayes pass-rate prior (the NPMLE of `curate.stats.prior`) from the
+    outcomes so far.
 
-    The beta-binomial likelihood does not depend on a stopping rule that looks only
-    at past outcomes, so the fit stays valid on adaptively stopped samples.
+    The likelihood of an outcome sequence does not depend on a stopping rule that looks
+    only at past outcomes, so the fit stays valid on adaptively stopped samples.
     """
+    from curate.stats.prior import fit_prior_counts
+
     hist: dict[tuple[int, int], int] = {}
     for st in states:
         if st.n > 0:
             hist[(st.n, st.successes)] = hist.get((st.n, st.successes), 0) + 1
-    return fit_beta_prior((n, float(c), w) for (n, c), w in hist.items())
+    return fit_prior_counts((n, float(c), w) for (n, c), w in hist.items())
 
 
 # -- the round loop -----------------------------------------------------------
