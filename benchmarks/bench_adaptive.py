@@ -1,4 +1,4 @@
-"""Benchmark: adaptive evaluation against a fixed N per sample (issue 6, evidence (a) and (b)).
+"""Benchmark: adaptive evaluation against a fixed N per sample.
 
 (a) Same labels, fewer rollouts. A fixed-N run's outcomes, each sample's in run
     order, are replayed through the adaptive policy with cap N (an engine's sampling
@@ -14,7 +14,7 @@
     populations are printed beside it: the gain shrinks as more of the population
     sits at p ~ 0, which no policy can open. On the tiny model the ratio is
     reported (no bar).
-(c) Figures that survive the stopping (issue 13). The adaptive run's mean score
+(c) Figures that survive the stopping. The adaptive run's mean score
     (= pass@1 for 0/1 scores) and pass@2, raw (c/n: biased by stopping once mixed)
     and model-based (`curate.stats.adaptive`, what `curate report` prints), against
     the fixed-N run on the same outcomes and against the truth: the population's

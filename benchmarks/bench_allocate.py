@@ -1,4 +1,4 @@
-"""Benchmark: `curate allocate` against uniform allocation at the same budget (issue 6, (c)).
+"""Benchmark: `curate allocate` against uniform allocation at the same budget.
 
 A population with known pass rates gets a pilot run of N rollouts per sample;
 `curate.allocation.allocate` plans a training budget of B = k * samples from the

@@ -13,7 +13,7 @@ same per-prompt seeds, the same sampling settings) to one server on loopback:
     python benchmarks/bench_eval_openai.py --base-url http://127.0.0.1:8000/v1 --model NAME
 
 Without --base-url the script starts the server itself (start-up excluded) and stops it.
-Target (issue 4): curate's throughput at least 0.95x the bare client's.
+Target: curate's throughput at least 0.95x the bare client's.
 """
 
 from __future__ import annotations

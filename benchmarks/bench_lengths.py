@@ -6,8 +6,8 @@
    writes them, with scores, completion token counts (log-normal, cut at max_tokens 1024)
    and the `truncated` flag of those that hit the limit.
 2. Times `build_report(run)` in this process with the length section (the real report) and
-   without it (the same call with the section's read switched off: the report before
-   issue 15), alternating, REPEAT times each, and prints the medians and their ratio.
+   without it (the same call with the section's read switched off: the report as it was
+   before the section), alternating, REPEAT times each, and prints the medians and their ratio.
 
 `benchmarks/bench_report.py` measures the report on a bare score table, where the section
 costs a schema read only (there are no token counts to read).

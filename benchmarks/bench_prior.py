@@ -1,4 +1,4 @@
-"""The pass-rate prior, before and after issue 21: speed and bias, in one run.
+"""The pass-rate prior, NPMLE against the Beta prior it replaced: speed and bias, in one run.
 
     .venv/bin/python benchmarks/bench_prior.py [--samples 1000000] [--runs 8] [--repeat 5]
                                                [--seeds 3] [--prompts 4000] [--skip-speed]
@@ -59,7 +59,7 @@ def npmle_without_intervals(aggregated: pl.DataFrame) -> Any:
 
 
 def beta_fit(aggregated: pl.DataFrame) -> Any:
-    """The prior curate fitted before issue 21 (maximum beta-binomial likelihood)."""
+    """The Beta prior curate fitted before the NPMLE (maximum beta-binomial likelihood)."""
     hist = pair_histogram(aggregated, scored_only=True)
     return fit_beta_prior((n, float(c), w) for n, c, w in hist)
 

@@ -1,4 +1,4 @@
-"""Benchmark `curate report` against issue 2's targets, in one run.
+"""Benchmark `curate report` against its targets, in one run.
 
     .venv/bin/python benchmarks/bench_report.py [--samples 1000000] [--runs 8] [--repeat 5]
 
@@ -23,7 +23,7 @@
    polars, reads the three columns of the big file and exits (what any Parquet-based
    tool pays before computing anything).
 
-Targets (issue 2): report median <= 1.5 s, >= 100x faster than the reference, peak RSS
+Targets: report median <= 1.5 s, >= 100x faster than the reference, peak RSS
 <= 1 GB; `curate --help` <= 0.3 s without polars, matplotlib, vllm or torch. The exit
 status is 1 when a target or the parity check fails, unless --no-check.
 """

@@ -20,7 +20,7 @@ null):
         recommended                 int: multiply the group size by this
         rule_of_thumb               {low: int | null, high: int | null}: the variance-plot
                                     method's range (both null under 10% high variance);
-                                    a string ("1-2") before issue 12
+                                    a string ("1-2") before the group option took numbers
         rule_of_thumb_text          str: the same in words ("1-2x", "none (under 10%)")
         reason, rule                str: the recommendation and how it is chosen, in words
         group_size                  int: G, the group size measured against
@@ -150,7 +150,7 @@ def report_dict(
         out["source"] = source
     if usage is not None:
         out["usage"] = usage
-    if suspects is not None and suspects.has_answers:  # suspect labels (issue 11)
+    if suspects is not None and suspects.has_answers:  # suspect labels
         out["suspect_labels"] = suspects.summary()
     return _clean(out)
 
@@ -393,7 +393,7 @@ def render_markdown(
     lines += ["", f"**Compute multiplier:** {head}", ""] + [f"- {line}" for line in detail]
     if note := rule_of_thumb_note(s.compute_multiplier, s.high_variance_fraction):
         lines += ["", f"_For reference: {note}._"]
-    if note := model_based_note(s.extra):  # adaptive runs (issue 13)
+    if note := model_based_note(s.extra):  # adaptive runs
         lines += ["", f"_{note}_"]
     if (settings := trainer_settings_text(s.extra)) is not None:
         head, detail, paste = settings
@@ -502,7 +502,7 @@ def render_table(
     console.print(f"[bold]compute multiplier[/bold]: {head}", highlight=False)
     for line in detail:
         console.print(f"  {line}", highlight=False)
-    if note := model_based_note(s.extra):  # adaptive runs (issue 13)
+    if note := model_based_note(s.extra):  # adaptive runs
         console.print(f"[bold]note[/bold]: {note}", highlight=False)
     if (settings := trainer_settings_text(s.extra)) is not None:
         head, detail, paste = settings
@@ -526,7 +526,7 @@ def render_table(
         console.print(f"{mark} {gate.name}: {gate.message}", highlight=False)
 
 
-# -- suspect labels (issue 11) ------------------------------------------------------------
+# -- suspect labels ------------------------------------------------------------
 
 
 def trainer_settings_text(extra: dict[str, Any]) -> tuple[str, list[str], list[str]] | None:

@@ -1,4 +1,4 @@
-"""Data-set figures of an adaptive run that survive optional stopping (issue 13).
+"""Data-set figures of an adaptive run that survive optional stopping.
 
 `curate eval --adaptive` stops drawing a sample once its outcomes are mixed, so a
 stopped sample's c/n is biased (a sample at p = 0.05 that passes on its second draw

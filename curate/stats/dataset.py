@@ -273,7 +273,7 @@ def compute_multiplier(
     curve = dict(
         zip(range(1, MAX_MULTIPLIER + 2), fractions["expected_open_fraction"], strict=True)
     )
-    if open_fractions is not None:  # adaptive run (issue 13)
+    if open_fractions is not None:  # adaptive run
         curve = {m: open_fractions[group_size * m] for m in curve}
     recommended = MAX_MULTIPLIER
     for m in range(1, MAX_MULTIPLIER + 1):
@@ -493,7 +493,7 @@ def summarize(
     min_n = int(means["n_min"] or 0)
     passk = pass_at_k_table(per_sample, list(range(1, min_n + 1)) if adaptive and min_n else None)
     pass_k = {str(k): v for k, v, _ in passk.rows()}
-    # -- adaptive runs (issue 13): figures calibrated under the stopping rule --------
+    # -- adaptive runs: figures calibrated under the stopping rule --------
     # Raw rates of samples stopped once mixed are biased; every population figure is
     # replaced by its model-based value (curate.stats.adaptive), named in `model_based`.
     open_fractions: dict[int, float] | None = None

@@ -1,4 +1,4 @@
-"""A misbehaving endpoint (issue 12): a refused prompt, an endpoint that dies mid-run
+"""A misbehaving endpoint: a refused prompt, an endpoint that dies mid-run
 or cannot be resolved, the n fallback's seeds, content-filtered completions. Against
 the fake server and the fault proxy on loopback (fast)."""
 

@@ -214,7 +214,7 @@ def test_endpoint_rejecting_n_gives_the_same_rollouts(
     frame = assert_complete(run, 40, 4)
     assert proxy.rejected_n == 2  # the first request, with and without its seed: once
     assert proxy.forwarded == frame.height  # then one request per rollout
-    # Each rollout stores the seed of the request that produced it (issue 12).
+    # Each rollout stores the seed of the request that produced it.
     assert frame["seed"].n_unique() == frame.height
 
 

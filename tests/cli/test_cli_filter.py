@@ -363,7 +363,7 @@ def test_weight_table_of_other_ids_says_so(cli, run_dir: Path, inputs: Path, out
     assert list(outdir.iterdir()) == []
 
 
-# ------------------------------------------------------- issue 11: --suspects
+# ---------------------------------------------------------------- --suspects
 
 
 @pytest.fixture

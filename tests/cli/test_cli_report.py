@@ -245,7 +245,7 @@ def test_cli_output_matches_golden(
         assert result.stdout == want
 
 
-# ------------------------------------------- issue 11/12: errors, groups, typos, layout
+# ------------------------------------------------------- errors, groups, typos, layout
 
 
 def test_a_typo_in_a_run_directory_is_named_as_missing(cli, inputs: Path) -> None:
@@ -368,7 +368,7 @@ def test_multiplier_lines_fit_80_columns(cli, inputs: Path, rows: str) -> None:
     assert len(block) >= 3 and "rule of thumb" not in out and "seed" not in out
 
 
-# ------------------------------------------------------- issue 11: suspect labels
+# ---------------------------------------------------------------- suspect labels
 
 
 @pytest.fixture

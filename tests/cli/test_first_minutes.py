@@ -1,4 +1,4 @@
-"""Issue 12, "the first ten minutes": what a newcomer meets first in `curate eval`.
+"""The first ten minutes: what a newcomer meets first in `curate eval`.
 
 Readable --help at 80 columns, a mistyped model that fails at once, a dry run that
 refuses what the real run refuses, a run whose rollouts all failed that says so and

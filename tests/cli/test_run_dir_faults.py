@@ -1,4 +1,4 @@
-"""Run-directory faults (issue 12) through the real CLI: two writers at once, a killed
+"""Run-directory faults through the real CLI: two writers at once, a killed
 writer, conflicting duplicates, an unreadable shard, a mistyped manifest, a failed first
 attempt, and a finished run that must be left untouched."""
 

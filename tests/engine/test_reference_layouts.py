@@ -1,4 +1,4 @@
-"""Issue 11 on the real engine: the public data-set layouts evaluated with default
+"""On the real engine: the public data-set layouts evaluated with default
 grading options score exactly like the same questions with hand-extracted answers.
 
 sample_data/gsm8k_layout.jsonl (a worked rationale ending in `#### 1,331`) and

@@ -150,7 +150,7 @@ def test_attach_fields_errors(per_sample: pl.DataFrame) -> None:
         attach_fields(decisions, pl.DataFrame({"sample_id": ["a", "a"]}), source="data.jsonl")
 
 
-# ------------------------------------------------------- issue 11: --suspects
+# ---------------------------------------------------------------- --suspects
 
 
 @pytest.mark.parametrize(

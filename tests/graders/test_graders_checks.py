@@ -151,7 +151,9 @@ def test_issue_11_sample_file_end_to_end(numeric: Grader) -> None:
     choice = choose_grader(extraction.references)
     assert choice.spec == "numeric"
     assert check_references(numeric, extraction.references).bad == 0
-    assert check_references(numeric, raw).bad_fraction == 1.0  # what issue 11 ran into
+    assert (
+        check_references(numeric, raw).bad_fraction == 1.0
+    )  # the raw worked solutions, unextracted
     # The correct answer to each question, as a model writes it, scores 1.
     completions = [f"So the answer is {ref}." for ref in extraction.references.values()]
     results = numeric.grade_batch(completions, list(extraction.references.values()))

@@ -27,17 +27,17 @@ def test_public_api() -> None:
         "regex:PATTERN",
         "python:FILE.py:FUNCTION",
         "python:module:function",
-        # Added with issue 11: multiple choice and the trainers' own rewards.
+        # Added later: multiple choice and the trainers' own rewards.
         "choice",
         "verl",
         "verl:FILE.py:FUNCTION",
         "trl:FILE.py:FUNCTION",
         "trl:module:function",
-        # Added with issue 14: an LLM judge; programs run against the sample's tests.
+        # Added later: an LLM judge; programs run against the sample's tests.
         "judge",
         "code",
         "code:score=fraction",
-        # Added with issue 14: a reward model served over HTTP.
+        # Added later: a reward model served over HTTP.
         "reward-model",
     )
 

@@ -1,4 +1,4 @@
-"""One number per label (issue 11): "mixed groups at G" reads the same in the report
+"""One number per label: "mixed groups at G" reads the same in the report
 table, JSON, Markdown, the compute multiplier's lines, the by-group breakdown, the
 per-sample column and the gate plot, on every kind of score and n against G."""
 
@@ -130,7 +130,7 @@ def test_gate_plot_marks_a_group_size_off_the_default_curve(
 def test_an_adaptive_runs_plot_shows_its_model_based_figure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An adaptive run's headline is model-based (issue 13); its gate plot must mark the
+    """An adaptive run's headline is model-based; its gate plot must mark the
     same figure, not the raw-rate curve."""
     from curate.engine.adaptive.policy import AdaptivePolicy, replay
     from curate.store.run_dir import RolloutStore

@@ -1,4 +1,4 @@
-"""Adaptive runs: the report's figures survive optional stopping (issue 13).
+"""Adaptive runs: the report's figures survive optional stopping.
 
 Samples with pass rates p ~ Beta(a, b) draw outcome sequences; the real policy
 (`replay` through `AdaptivePolicy`, default round size, cap N) decides where each

@@ -1,5 +1,5 @@
 """Every printed figure on the populations real data sets have, through the real fixed
-and adaptive paths (issue 21).
+and adaptive paths.
 
 The class under test: populations of true pass rates that are not one Beta (point
 masses at exactly 0 and 1 beside a continuous part, well separated modes, a single

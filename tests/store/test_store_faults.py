@@ -1,4 +1,4 @@
-"""Run-directory faults (issue 12) at the store: the writer lock, conflicting
+"""Run-directory faults at the store: the writer lock, conflicting
 duplicates, unreadable shards, mistyped manifests, and what a resume may rely on."""
 
 from __future__ import annotations
