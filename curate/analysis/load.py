@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from curate.core.deepen import deepening_start
 from curate.core.outcome import DEFAULT_THRESHOLD
 from curate.errors import InputError
 from curate.stats.adaptive import nominal_runs
@@ -25,7 +26,15 @@ from curate.stats.per_sample import (
     is_binary,
 )
 from curate.stats.usage import usage_section
-from curate.store.scores import AnyOrder, Layout, RunMajor, SampleMajor, ScoreRead, read_scores
+from curate.store.scores import (
+    AnyOrder,
+    Layout,
+    RunMajor,
+    SampleMajor,
+    ScoreRead,
+    load_scores,
+    read_scores,
+)
 
 if TYPE_CHECKING:
     import polars as pl
@@ -111,6 +120,17 @@ def _aggregate(layout: Layout, compress: bool) -> pl.DataFrame | None:
             return None if counts is None else binary_aggregate(counts)
         return layout.group(aggregate_exprs())
     return aggregate_rollouts(layout.frame)
+
+
+def deepened_aggregate(read: ScoreRead) -> pl.DataFrame | None:
+    """A deepened run's per-sample aggregates over every rollout, deepening rows
+    included (`curate.core.deepen`): what its pass-rate prior is fitted on. None for
+    any other input (the prior is fitted on the per-sample aggregates), and for a run
+    whose scores are not all 0 or 1 (`curate eval --deepen` refuses those)."""
+    if not read.is_run_dir or deepening_start(read.manifest) is None:
+        return None
+    agg = aggregate_rollouts(load_scores(read.path, deepening=True).rollouts)
+    return agg if is_binary(agg) else None
 
 
 @dataclass
@@ -208,6 +228,7 @@ def load_analysis(
         groups=groups if per_sample else None,
         group_by=group_by if groups is not None else None,
         nominal_runs=nominal_runs(manifest),  # adaptive runs: model-based figures at N
+        prior_aggregate=deepened_aggregate(read),
     )
     return LoadedAnalysis(
         source=read,

@@ -96,7 +96,7 @@ from curate.stats.dataset import (
     DatasetSummary,
     adds_text,
     points_text,
-    remedy_rollouts,
+    remedy_text,
 )
 from curate.stats.mixed import mixed_label
 
@@ -277,9 +277,7 @@ def multiplier_lines(m: ComputeMultiplier, high_variance_fraction: float) -> tup
         # `reason` in two short lines: the data cannot choose, and what to do.
         low, high = m.recommended_range["low"], m.recommended_range["high"]
         lines.append(f"the data cannot choose: {low}x to {high}x fit it (95%)")
-        lines.append(
-            f"remedy: more rollouts (the same curate eval again with -n {remedy_rollouts(m)})"
-        )
+        lines.append(f"remedy: {remedy_text(m)}")
     return head, lines
 
 
