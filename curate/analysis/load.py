@@ -122,15 +122,37 @@ def _aggregate(layout: Layout, compress: bool) -> pl.DataFrame | None:
     return aggregate_rollouts(layout.frame)
 
 
-def deepened_aggregate(read: ScoreRead) -> pl.DataFrame | None:
+@dataclass(frozen=True)
+class Deepened:
     """A deepened run's per-sample aggregates over every rollout, deepening rows
-    included (`curate.core.deepen`): what its pass-rate prior is fitted on. None for
-    any other input (the prior is fitted on the per-sample aggregates), and for a run
-    whose scores are not all 0 or 1 (`curate eval --deepen` refuses those)."""
-    if not read.is_run_dir or deepening_start(read.manifest) is None:
+    included (`curate.core.deepen`): what its pass-rate prior is fitted on; and the
+    report's `deepened` section (`section`)."""
+
+    aggregate: pl.DataFrame
+    section: dict[str, int]
+
+
+def deepened_aggregate(read: ScoreRead) -> Deepened | None:
+    """`Deepened` for a deepened run; None for any other input (the prior is fitted on
+    the per-sample aggregates) and for a run whose scores are not all 0 or 1 (`curate
+    eval --deepen` refuses those)."""
+    import polars as pl
+
+    start = deepening_start(read.manifest)
+    if not read.is_run_dir or start is None:
         return None
-    agg = aggregate_rollouts(load_scores(read.path, deepening=True).rollouts)
-    return agg if is_binary(agg) else None
+    rows = load_scores(read.path, deepening=True).rollouts
+    agg = aggregate_rollouts(rows)
+    if not is_binary(agg):
+        return None
+    extra = rows.filter((pl.col("run_idx") >= start) & pl.col("error").is_null())
+    section = {
+        "nominal_runs": start,
+        "prompts": extra["sample_id"].n_unique(),
+        "rollouts": extra.height,
+        "max_rollouts": int(agg.select(pl.col("n_rollouts").max()).item() or 0),
+    }
+    return Deepened(aggregate=agg, section=section)
 
 
 @dataclass
@@ -218,6 +240,7 @@ def load_analysis(
             agg = compress_binary_aggregate(agg, keys=("group",) if groups is not None else ())
     assert agg is not None
     manifest = read.manifest or {}
+    deepened = deepened_aggregate(read)
     analysis = analyze(
         read.rollouts,
         threshold=threshold,
@@ -228,8 +251,10 @@ def load_analysis(
         groups=groups if per_sample else None,
         group_by=group_by if groups is not None else None,
         nominal_runs=nominal_runs(manifest),  # adaptive runs: model-based figures at N
-        prior_aggregate=deepened_aggregate(read),
+        prior_aggregate=deepened.aggregate if deepened is not None else None,
     )
+    if deepened is not None:
+        analysis.summary.extra["deepened"] = deepened.section
     return LoadedAnalysis(
         source=read,
         per_sample=analysis.per_sample,

@@ -48,7 +48,9 @@ class DeepenPlan:
         r = self.record
         chosen = {s: len(ids) for s, ids in r["samples"].items()}
         parts = [
-            f"{chosen[s]} of {r['pool'][s]} always {s}" for s in (INCORRECT, CORRECT) if s in chosen
+            f"{chosen[s]} of {r['pool'][s]} always {s}"
+            for s in (INCORRECT, CORRECT)
+            if r["pool"].get(s)
         ]
         return (
             f"deepen: {sum(chosen.values())} prompts ({', '.join(parts)} in their first "

@@ -428,6 +428,22 @@ def remedy_text(m: ComputeMultiplier) -> str:
     return f"the same curate eval again with -n {r['runs']}"
 
 
+def deepened_note(extra: Mapping[str, Any]) -> str | None:
+    """The report's one line on a deepened run (`curate eval --deepen`; None for any
+    other): what the extra rollouts are and which figures use them. `extra` is the
+    summary's `extra` (its `deepened` section)."""
+    d = extra.get("deepened")
+    if not d:
+        return None
+    n = d["nominal_runs"]
+    return (
+        f"deepened run: {d['prompts']:,} all-same prompts have up to {d['max_rollouts']} "
+        f"rollouts ({d['rollouts']:,} more); the pass-rate prior, and so every figure past "
+        f"G = {n} and the multiplier, use them; every other figure reads the first {n} "
+        "rollouts of every prompt"
+    )
+
+
 def undecided_text(m: ComputeMultiplier) -> str:
     """The one line that says the data cannot choose the multiplier, and the remedy."""
     rng = m.recommended_range or {"low": m.recommended, "high": m.recommended}

@@ -84,6 +84,12 @@ def test_deepening_a_block_at_zero_narrows_the_multiplier_around_the_truth(
     assert deepening_start(manifest) == N
 
     after = summary_of(opts.run_dir())
+    assert after["deepened"] == {
+        "nominal_runs": N,
+        "prompts": 400,
+        "rollouts": 400 * (TO - N),
+        "max_rollouts": TO,
+    }
     for key in DESCRIPTIVE:
         assert after[key] == before[key], key
     assert after["gate"]["expected_open_fraction"] == before["gate"]["expected_open_fraction"]
