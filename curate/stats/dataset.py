@@ -42,10 +42,11 @@ SMALL_DATASET = 50
 MULTIPLIER_MIN_GAIN = 0.02
 MAX_MULTIPLIER = 8
 # Prompts an undecided multiplier's remedy deepens (all of the all-same ones when
-# fewer). The tails are pinned by how many prompts are deepened, not by their share:
+# fewer). What pins a tail is how many of its prompts are deepened, not their share:
 # on 4,000 prompts with 40% never solvable, deepening 400 of the ~1,900 all-same ones
-# from 8 to 32 rollouts narrows the multiplier from 2x-8x to 2x-3x (`benchmarks/
-# bench_deepen.py` prints it), for 4% of the rollouts of taking 32 for every prompt.
+# from 8 to 32 rollouts narrows the multiplier from 2x-8x to 2x-3x, for a tenth of the
+# rollouts of -n 32 (`benchmarks/bench_deepen.py` prints it, with the populations where
+# it narrows less).
 REMEDY_PROMPTS = 400
 # Error messages the report lists.
 TOP_ERRORS = 5
