@@ -842,7 +842,10 @@ def read_lengths(path: str | os.PathLike[str]) -> pl.DataFrame | None:
             if "completion_tokens" not in have:
                 return None
             cols = [c for c in LENGTH_COLUMNS if c in have]
-            frame = store.rollouts(cols)
+            first_n = descriptive_rows(store.read_manifest() if store.exists() else None)
+            frame = store.rollouts(cols if first_n is None else [*cols, "run_idx"])
+            if first_n is not None:  # a deepened run: its first N rollouts, as the scores
+                frame = frame.filter(first_n)
         else:
             if not path.is_file() or path.suffix.lower() not in TABLE_SUFFIXES:
                 return None
@@ -959,6 +962,9 @@ def scan_completions(path: str | os.PathLike[str], *, text: bool = True) -> pl.L
             cols = ["sample_id", "run_idx", "error", *([COMPLETION_COLUMN] if text else [])]
             tokens = "completion_tokens" in have
             lf = store.scan(cols + (["completion_tokens"] if tokens else [])).drop("_shard")
+            first_n = descriptive_rows(store.read_manifest() if store.exists() else None)
+            if first_n is not None:  # a deepened run: its first N rollouts, as the scores
+                lf = lf.filter(first_n)
         else:
             if not path.is_file() or path.suffix.lower() not in TABLE_SUFFIXES:
                 return None

@@ -17,13 +17,23 @@ import numpy as np
 import polars as pl
 import pytest
 
-from curate.analysis.load import load_analysis
-from curate.core.deepen import CORRECT, INCORRECT, choose, deepening_start, split_k
+from curate.core.deepen import (
+    CORRECT,
+    INCORRECT,
+    DeepenRequest,
+    choose,
+    deepening_start,
+    split_k,
+)
+from curate.core.settled import SETTLED_COLUMN
+from curate.engine.deepen import plan_deepen
 from curate.engine.evaluate import EvalOptions, Interrupted, evaluate
 from curate.engine.progress import NullProgress, OutcomeTally
+from curate.errors import UsageError
+from curate.report.build import build_report
 from curate.store.run_dir import RolloutStore
 from curate.store.scores import load_scores
-from tests.conftest import fake_eval_options
+from tests.conftest import fake_eval_options, long_frame
 from tests.stats.test_stats_populations import at, beta, mixture, true_multiplier, u
 
 N, G, TO = 8, 8, 32
@@ -40,6 +50,8 @@ DESCRIPTIVE = (
     "categories",
     "pass_at_k",
     "rollouts_per_sample",
+    "lengths",
+    "empty_completions",
 )
 
 
@@ -56,7 +68,8 @@ def population_run(tmp_path: Path, rates: np.ndarray, **fields: Any) -> EvalOpti
 
 
 def summary_of(run: Path) -> dict[str, Any]:
-    return load_analysis(run, group_size=G, per_sample=False).summary.to_dict()
+    """The report's summary (`curate report --format json`'s figures)."""
+    return build_report(run, group_size=G).summary.to_dict()
 
 
 def test_deepening_a_block_at_zero_narrows_the_multiplier_around_the_truth(
@@ -90,6 +103,7 @@ def test_deepening_a_block_at_zero_narrows_the_multiplier_around_the_truth(
         "rollouts": 400 * (TO - N),
         "max_rollouts": TO,
     }
+    assert {"lengths", "empty_completions"} <= set(before)
     for key in DESCRIPTIVE:
         assert after[key] == before[key], key
     assert after["gate"]["expected_open_fraction"] == before["gate"]["expected_open_fraction"]
@@ -159,3 +173,49 @@ def test_the_choice_is_seeded_nested_and_proportional() -> None:
     assert choose(shuffled, 40, seed=0) == small
     assert split_k(5, {INCORRECT: 1, CORRECT: 1}) == {INCORRECT: 1, CORRECT: 1}
     assert split_k(3, {INCORRECT: 0, CORRECT: 7}) == {INCORRECT: 0, CORRECT: 3}
+
+
+def hand_made_run(tmp_path: Path, scores: dict[str, list[float | None]], **manifest: Any):
+    store = RolloutStore(tmp_path / "run")
+    store.create()
+    store.write_manifest({"runs": 4, **manifest})
+    frame = long_frame(scores)
+    # A failed rollout here recurs (settled): the run counts as finished.
+    store.append(frame.with_columns(pl.col("error").is_not_null().alias(SETTLED_COLUMN)))
+    return store
+
+
+def test_the_strata_are_the_first_n_rollouts_all_scored_and_all_equal(tmp_path: Path) -> None:
+    """A failed rollout among the first N keeps a prompt out of both strata; K larger
+    than the pool deepens the whole pool; rollouts past N do not move a prompt."""
+    store = hand_made_run(
+        tmp_path,
+        {
+            "a": [0, 0, 0, 0],
+            "b": [0, 0, None, 0],
+            "c": [1, 1, 1, 1, 0],  # a fifth rollout (an earlier deepen) changes nothing
+            "d": [0, 1, 0, 0],
+        },
+    )
+    plan = plan_deepen(store, store.read_manifest(), DeepenRequest(k=10, to=8), "abcd", 4, 0)
+    assert plan.record["samples"] == {INCORRECT: ["a"], CORRECT: ["c"]}
+    assert plan.record["pool"] == {INCORRECT: 1, CORRECT: 1}
+    assert plan.targets == {"a": 8, "c": 8}
+
+
+@pytest.mark.parametrize(
+    ("scores", "manifest", "words"),
+    [
+        ({"a": [0.5, 0.5, 0.5, 0.5], "b": [0, 0, 0, 0]}, {}, "needs 0/1 scores"),
+        ({"a": [0, 0, 0, 0]}, {"adaptive": True}, "this one is adaptive"),
+        ({"a": [0, 1, 0, 1]}, {}, "no prompt is always incorrect or always correct"),
+        ({"a": [0, 0, 0]}, {}, "1 of the first 4 rollouts per prompt are still missing"),
+        ({"a": [0, 0, 0, 0]}, {"runs": 2}, "this run has -n 2; give -n 2"),
+    ],
+)
+def test_a_run_deepening_cannot_help_is_refused(
+    tmp_path: Path, scores: dict[str, list[float | None]], manifest: dict[str, Any], words: str
+) -> None:
+    store = hand_made_run(tmp_path, scores, **manifest)
+    with pytest.raises(UsageError, match=words):
+        plan_deepen(store, store.read_manifest(), DeepenRequest(k=2, to=8), list(scores), 4, 0)
