@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from curate.analysis.compare import compare_runs
 from curate.core.deepen import (
     CORRECT,
     INCORRECT,
@@ -116,6 +117,10 @@ def test_deepening_a_block_at_zero_narrows_the_multiplier_around_the_truth(
     share = float(np.mean(u(rates, big)))
     interval = m1["recommended_open_interval"]
     assert interval["low"] <= share <= interval["high"], (share, interval)
+
+    # `compare` sees the run as the report does: the same prior, the same multiplier.
+    shown = compare_runs([opts.run_dir(), opts.run_dir()], group_size=G).runs[0].summary
+    assert shown.compute_multiplier.recommended_range == m1["recommended_range"]
 
     # The prior saw the deepening rows; per-sample readers did not.
     rows = load_scores(opts.run_dir()).rollouts
