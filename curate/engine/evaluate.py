@@ -367,7 +367,12 @@ def _evaluate(
     if policy is None and previous is not None and not opts.set_aside_corrupt:
         tally = store.pair_tally(mine["sample_id"], opts.runs)
         todo = tally.missing if deepen is None else _deepen_missing(store, deepen)
-        if todo == 0 and (deepen is None or deepen.resumed):
+        if todo == 0:
+            if deepen is not None and not deepen.resumed:
+                # Every chosen prompt is deep enough already (an earlier, larger deepen):
+                # record the choice, start nothing.
+                with store.writer(None):
+                    store.write_manifest(with_record(dict(previous), previous, deepen))
             skipped = EvalResult(skipped=mine.height * opts.runs)
             return EvalOutcome(run_dir, skipped, settings, tally=tally, deepen=deepen)
     try:

@@ -163,6 +163,14 @@ def test_an_interrupted_deepen_resumes_its_own_choice(tmp_path: Path) -> None:
     # the deepening rows as the run's own).
     evaluate(opts)
     assert store.read_manifest()["deepen"] == [record]
+    # A smaller K draws a subset of the same prompts, all deep enough already: its
+    # choice is recorded and nothing is drawn.
+    smaller = evaluate(EvalOptions(**{**deep.__dict__, "deepen": 6}))
+    assert smaller.result.rollouts == 0
+    assert smaller.deepen is not None and not smaller.deepen.resumed
+    first, second = store.read_manifest()["deepen"]
+    assert first == record and second["k"] == 6
+    assert set(smaller.deepen.targets) <= chosen
 
 
 def test_the_choice_is_seeded_nested_and_proportional() -> None:
