@@ -213,6 +213,7 @@ def _view(
     """`analyze` (the report's computation) on the run's common samples."""
     import polars as pl
 
+    from curate.analysis.load import deepened_aggregate
     from curate.stats.adaptive import nominal_runs
     from curate.stats.analysis import analyze
 
@@ -222,6 +223,13 @@ def _view(
     whole = scored.height == common.len()
     kept = scored if whole else frame.filter(pl.col("sample_id").is_in(common.implode()))
     manifest = agg.manifest or {}
+    # A deepened run's prior sees its deepening rows, as the report's does.
+    deepened = deepened_aggregate(agg.source)
+    prior_aggregate = None
+    if deepened is not None:
+        prior_aggregate = deepened.aggregate.filter(
+            pl.col("sample_id").cast(pl.String).is_in(common.implode())
+        )
     analysis = analyze(
         # Read again only for partial credit (the score model) or error messages.
         agg.rollouts
@@ -232,6 +240,7 @@ def _view(
         adaptive=bool(manifest.get("adaptive")),
         aggregate=kept,
         nominal_runs=nominal_runs(manifest),
+        prior_aggregate=prior_aggregate,
     )
     return RunView(
         label=label,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from curate.core.deepen import deepening_start
 from curate.core.outcome import DEFAULT_THRESHOLD
 from curate.errors import InputError
 from curate.stats.adaptive import nominal_runs
@@ -25,7 +26,15 @@ from curate.stats.per_sample import (
     is_binary,
 )
 from curate.stats.usage import usage_section
-from curate.store.scores import AnyOrder, Layout, RunMajor, SampleMajor, ScoreRead, read_scores
+from curate.store.scores import (
+    AnyOrder,
+    Layout,
+    RunMajor,
+    SampleMajor,
+    ScoreRead,
+    load_scores,
+    read_scores,
+)
 
 if TYPE_CHECKING:
     import polars as pl
@@ -113,6 +122,39 @@ def _aggregate(layout: Layout, compress: bool) -> pl.DataFrame | None:
     return aggregate_rollouts(layout.frame)
 
 
+@dataclass(frozen=True)
+class Deepened:
+    """A deepened run's per-sample aggregates over every rollout, deepening rows
+    included (`curate.core.deepen`): what its pass-rate prior is fitted on; and the
+    report's `deepened` section (`section`)."""
+
+    aggregate: pl.DataFrame
+    section: dict[str, int]
+
+
+def deepened_aggregate(read: ScoreRead) -> Deepened | None:
+    """`Deepened` for a deepened run; None for any other input (the prior is fitted on
+    the per-sample aggregates) and for a run whose scores are not all 0 or 1 (`curate
+    eval --deepen` refuses those)."""
+    import polars as pl
+
+    start = deepening_start(read.manifest)
+    if not read.is_run_dir or start is None:
+        return None
+    rows = load_scores(read.path, deepening=True).rollouts
+    agg = aggregate_rollouts(rows)
+    if not is_binary(agg):
+        return None
+    extra = rows.filter((pl.col("run_idx") >= start) & pl.col("error").is_null())
+    section = {
+        "nominal_runs": start,
+        "prompts": extra["sample_id"].n_unique(),
+        "rollouts": extra.height,
+        "max_rollouts": int(agg.select(pl.col("n_rollouts").max()).item() or 0),
+    }
+    return Deepened(aggregate=agg, section=section)
+
+
 @dataclass
 class LoadedAnalysis:
     """Everything the analysis commands use, from one read: where the scores came from
@@ -198,6 +240,7 @@ def load_analysis(
             agg = compress_binary_aggregate(agg, keys=("group",) if groups is not None else ())
     assert agg is not None
     manifest = read.manifest or {}
+    deepened = deepened_aggregate(read)
     analysis = analyze(
         read.rollouts,
         threshold=threshold,
@@ -208,7 +251,10 @@ def load_analysis(
         groups=groups if per_sample else None,
         group_by=group_by if groups is not None else None,
         nominal_runs=nominal_runs(manifest),  # adaptive runs: model-based figures at N
+        prior_aggregate=deepened.aggregate if deepened is not None else None,
     )
+    if deepened is not None:
+        analysis.summary.extra["deepened"] = deepened.section
     return LoadedAnalysis(
         source=read,
         per_sample=analysis.per_sample,

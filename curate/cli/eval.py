@@ -55,6 +55,7 @@ SAMPLING = "Sampling"
 GRADING = "Grading"
 RUN = "Run directory and output"
 ADAPTIVE = "Adaptive evaluation"
+DEEPEN = "Deepening a finished run"
 
 
 def _flag(schema: type[BackendOptions], name: str) -> Any:
@@ -472,6 +473,37 @@ def eval_cmd(
             rich_help_panel=ADAPTIVE,
         ),
     ] = None,
+    deepen: Annotated[
+        int | None,
+        typer.Option(
+            help="Resume a finished fixed-N run and deepen K of its prompts drawn at "
+            "random (seeded by --seed) among those always incorrect or always correct "
+            "in their first N rollouts: pins the tails when the multiplier is undecided.",
+            metavar="K",
+            show_default=False,
+            rich_help_panel=DEEPEN,
+        ),
+    ] = None,
+    to: Annotated[
+        int | None,
+        typer.Option(
+            "--to",
+            help="Rollouts each deepened prompt ends with (more than -n).",
+            metavar="M",
+            show_default=False,
+            rich_help_panel=DEEPEN,
+        ),
+    ] = None,
+    deepen_stratum: Annotated[
+        str | None,
+        typer.Option(
+            help="both (K split between the always-incorrect and always-correct prompts "
+            "in proportion to their numbers), incorrect or correct. \\[default: both]",
+            metavar="WHICH",
+            show_default=False,
+            rich_help_panel=DEEPEN,
+        ),
+    ] = None,
     judge_model: JudgeModelOpt = None,
     judge_base_url: JudgeBaseUrlOpt = None,
     judge_api_key_env: JudgeKeyEnvOpt = None,
@@ -530,6 +562,9 @@ def eval_cmd(
         max_runs=max_runs,
         budget=budget,
         balanced=balanced,
+        deepen=deepen,
+        deepen_to=to,
+        deepen_stratum=deepen_stratum,
         engine_log=not verbose,
         reference_extract=reference_extract,
         max_bad_references=max_bad_references,
@@ -554,6 +589,11 @@ def eval_cmd(
         ),
     )
     if dry_run:
+        if deepen is not None:
+            raise UsageError(
+                "--dry-run does not combine with --deepen: a deepen draws at most "
+                "K x (M - N) rollouts, M given by --to and N the run's -n"
+            )
         _print_dry_run(opts, price_in, price_out, quiet=quiet)
         return
     if backend == "openai":
@@ -588,6 +628,8 @@ def eval_cmd(
         print(usage_line(r.prompt_tokens, r.completion_tokens, outcome.judge_usage))
     if isinstance(r, AdaptiveResult):
         print(adaptive_line(r))
+    if outcome.deepen is not None:
+        print(outcome.deepen.line())
     if outcome.all_failed:
         # Nothing was learned: say so and fail. Retryable errors are redone on a re-run;
         # settled ones are not, so a re-run of such a run fails the same way.

@@ -21,6 +21,7 @@ from curate.backends.base import Backend
 from curate.backends.engine_output import engine_output_to, entered_quietly
 from curate.backends.options import BackendOptions
 from curate.backends.registry import backend_options, open_backend
+from curate.core.deepen import DeepenRequest
 from curate.core.prompts import Mode
 from curate.core.reasoning import DEFAULT_TRUNCATION, TRUNCATION_POLICIES
 from curate.core.sampling import SamplingConfig
@@ -33,6 +34,7 @@ from curate.data.samples import (
     prompts_by_id,
 )
 from curate.engine.adaptive import DEFAULT_ROUND_SIZE, AdaptivePolicy, run_adaptive
+from curate.engine.deepen import DeepenPlan, deepen_request, plan_deepen, with_record
 from curate.engine.preflight import DEFAULT_MAX_BAD_FRACTION, Preflight, preflight
 from curate.engine.progress import Progress
 from curate.engine.runner import EvalResult, run_eval
@@ -108,6 +110,11 @@ class EvalOptions:
     budget: int | None = None
     balanced: int | None = None
     split: str | None = None  # one split of a saved Hugging Face DatasetDict
+    # Deepening a finished fixed-N run (curate/core/deepen.py): K prompts drawn among
+    # the always-incorrect / always-correct ones get rollouts up to `deepen_to`.
+    deepen: int | None = None
+    deepen_to: int | None = None
+    deepen_stratum: str | None = None  # None: both strata, K split in proportion
     # Grading (curate/engine/preflight.py): how references are read (one of
     # curate.graders.references.EXTRACT_MODES), the share of references the grader may
     # fail to use before the run refuses to start, the per-call deadline of graders in
@@ -173,6 +180,8 @@ class EvalOutcome:
     judge_usage: dict[str, Any] | None = None
     # Where this process's pairs stand after the call (None: not counted, adaptive).
     tally: PairTally | None = None
+    # What `--deepen` chose (None: not a deepen).
+    deepen: DeepenPlan | None = None
 
     @property
     def all_failed(self) -> bool:
@@ -255,6 +264,7 @@ def evaluate(
         )
     policy = adaptive_policy(opts)
     check_shard_options(opts)
+    deepen = deepen_options(opts)
     options = opts.backend_options()  # an unknown backend or bad option: before any work
     pf = preflight(opts)
     try:
@@ -274,7 +284,7 @@ def evaluate(
             raise refusal
         if opts.context_check:
             _check_context(opts, pf)
-        return _evaluate(opts, progress, policy, options, pf, status)
+        return _evaluate(opts, progress, policy, options, pf, status, deepen)
     finally:
         pf.close()
 
@@ -301,6 +311,7 @@ def _evaluate(
     options: BackendOptions,
     pf: Preflight,
     status: Status | None,
+    deepen_req: DeepenRequest | None = None,
 ) -> EvalOutcome:
     frame, fields, grader = pf.frame, pf.fields, pf.grader
     mine = shard_frame(frame, opts.shard)  # the samples this process evaluates
@@ -344,13 +355,26 @@ def _evaluate(
     # Refuse a mismatched resume before paying for an engine start.
     skip = {"chat_template_sha256"} | ({"mode"} if mode is None else set())
     _check_resume(previous, settings.manifest(), run_dir, ignore=skip)
+    ids = mine["sample_id"].to_list()
+    deepen = (
+        None
+        if deepen_req is None
+        else plan_deepen(store, previous, deepen_req, ids, opts.runs, opts.seed)
+    )
+    targets: int | dict[str, int] = opts.runs if deepen is None else deepen.targets
     # Every (sample, run) pair stored: write nothing and start nothing, so a finished
     # run re-runs on a read-only copy. (The adaptive loop decides for itself.)
     if policy is None and previous is not None and not opts.set_aside_corrupt:
         tally = store.pair_tally(mine["sample_id"], opts.runs)
-        if tally.missing == 0:
+        todo = tally.missing if deepen is None else _deepen_missing(store, deepen)
+        if todo == 0:
+            if deepen is not None and not deepen.resumed:
+                # Every chosen prompt is deep enough already (an earlier, larger deepen):
+                # record the choice, start nothing.
+                with store.writer(None):
+                    store.write_manifest(with_record(dict(previous), previous, deepen))
             skipped = EvalResult(skipped=mine.height * opts.runs)
-            return EvalOutcome(run_dir, skipped, settings, tally=tally)
+            return EvalOutcome(run_dir, skipped, settings, tally=tally, deepen=deepen)
     try:
         with (
             # One writer per run directory (per shard with --shard); before the engine starts.
@@ -372,7 +396,7 @@ def _evaluate(
                 if opts.split is not None:
                     body["dataset_split"] = opts.split
                 body["reference_check"] = pf.check_record()
-                return body
+                return with_record(body, previous, deepen)
 
             def check(previous: dict[str, Any] | None, body: dict[str, Any]) -> None:
                 _check_resume(previous, body, run_dir, ignore=set())
@@ -385,7 +409,7 @@ def _evaluate(
                 sampling=settings.sampling,
                 mode=mode,
                 seed=opts.seed,
-                runs=opts.runs,
+                runs=targets,
                 chunk_size=opts.chunk_size,
                 truncation=opts.truncation,
                 unusable_references=pf.check.unusable,
@@ -431,7 +455,28 @@ def _evaluate(
         set_aside=set_aside,
         judge_usage=judge_usage_of(grader),
         tally=store.pair_tally(mine["sample_id"], opts.runs) if policy is None else None,
+        deepen=deepen,
     )
+
+
+def deepen_options(opts: EvalOptions) -> DeepenRequest | None:
+    """The deepen `opts` ask for (None: not a deepen); its option errors before any work."""
+    return deepen_request(
+        opts.deepen,
+        opts.deepen_to,
+        opts.deepen_stratum,
+        adaptive=opts.adaptive,
+        shard=opts.shard is not None,
+        force_new=opts.force_new,
+    )
+
+
+def _deepen_missing(store: RolloutStore, deepen: DeepenPlan) -> int:
+    """The chosen prompts' rollouts below --to that a re-run would still draw."""
+    targets = deepen.targets
+    if not targets:
+        return 0
+    return store.pair_tally(list(targets), deepen.record["to"]).missing
 
 
 @contextlib.contextmanager

@@ -36,6 +36,10 @@ null):
                                     allows (95%); null when every figure is observed
         decided                     bool: false when recommended_range holds more than
                                     one value (`reason` then says so, and the remedy)
+        remedy                      {deepen: int, to: int} | {max_runs: int} |
+                                    {runs: int} | null: the rollouts an undecided
+                                    multiplier asks for (`curate eval --deepen K --to M`;
+                                    an adaptive run's cap; -n when no prompt is all-same)
     rollouts_per_sample  {min: int, max: int, median: float}
     binary_scores     bool
     prior             {alpha: float, beta: float, kind: "npmle", mean: float,
@@ -48,6 +52,10 @@ null):
     by_group          [{group: str | null, samples: int, mean_score: float | null,
                         high_variance_fraction: float, expected_open_fraction: float,
                         errors: int}], most samples first
+    deepened          {nominal_runs, prompts, rollouts, max_rollouts: int} (only for a
+                      run deepened by `curate eval --deepen`): the prompts deepened and
+                      their rollouts past the first nominal_runs, which only the
+                      pass-rate prior reads (`curate.core.deepen`)
     warnings          [str]
     gates             [{name: str, passed: bool, message: str}]
     passed            bool
@@ -95,8 +103,9 @@ from curate.stats.dataset import (
     ComputeMultiplier,
     DatasetSummary,
     adds_text,
+    deepened_note,
     points_text,
-    remedy_rollouts,
+    remedy_text,
 )
 from curate.stats.mixed import mixed_label
 
@@ -277,9 +286,7 @@ def multiplier_lines(m: ComputeMultiplier, high_variance_fraction: float) -> tup
         # `reason` in two short lines: the data cannot choose, and what to do.
         low, high = m.recommended_range["low"], m.recommended_range["high"]
         lines.append(f"the data cannot choose: {low}x to {high}x fit it (95%)")
-        lines.append(
-            f"remedy: more rollouts (the same curate eval again with -n {remedy_rollouts(m)})"
-        )
+        lines.append(f"remedy: {remedy_text(m)}")
     return head, lines
 
 
@@ -395,6 +402,8 @@ def render_markdown(
         lines += ["", f"_For reference: {note}._"]
     if note := model_based_note(s.extra):  # adaptive runs
         lines += ["", f"_{note}_"]
+    if note := deepened_note(s.extra):
+        lines += ["", f"_{note}_"]
     if (settings := trainer_settings_text(s.extra)) is not None:
         head, detail, paste = settings
         lines += ["", f"**Trainer settings:** {head}", ""] + [f"- {line}" for line in detail]
@@ -503,6 +512,8 @@ def render_table(
     for line in detail:
         console.print(f"  {line}", highlight=False)
     if note := model_based_note(s.extra):  # adaptive runs
+        console.print(f"[bold]note[/bold]: {note}", highlight=False)
+    if note := deepened_note(s.extra):
         console.print(f"[bold]note[/bold]: {note}", highlight=False)
     if (settings := trainer_settings_text(s.extra)) is not None:
         head, detail, paste = settings

@@ -46,6 +46,7 @@ def analyze(
     groups: pl.DataFrame | None = None,
     group_by: str | None = None,
     nominal_runs: int | None = None,
+    prior_aggregate: pl.DataFrame | None = None,
 ) -> Analysis:
     """Aggregate once, fit the priors once, then the per-sample and data-set statistics.
 
@@ -59,6 +60,11 @@ def analyze(
     `groups` (sample_id, group: a sample's value of the column `group_by`) gives the
     summary's `by_group` breakdown; an aggregate may carry the `group` column already.
     `adaptive` and `nominal_runs` go to `summarize`.
+
+    `prior_aggregate` (a deepened run: every rollout, deepening rows included, per
+    sample) is what the pass-rate prior is fitted on; the per-sample statistics stay
+    those of `aggregate` (the first N rollouts). Without it the prior is fitted on
+    `aggregate`.
     """
     import polars as pl
 
@@ -67,7 +73,7 @@ def analyze(
         agg = agg.drop(GROUP, strict=False).join(
             groups.select("sample_id", GROUP), on="sample_id", how="left"
         )
-    prior = fit_prior(agg)
+    prior = fit_prior(agg if prior_aggregate is None else prior_aggregate)
     binary = is_binary(agg)
     model = ScoreModel.binary(prior) if binary else fit_score_model(rollouts)
     per_sample = stats_from_aggregate(

@@ -41,6 +41,13 @@ SMALL_DATASET = 50
 # than this share of additional groups.
 MULTIPLIER_MIN_GAIN = 0.02
 MAX_MULTIPLIER = 8
+# Prompts an undecided multiplier's remedy deepens (all of the all-same ones when
+# fewer). What pins a tail is how many of its prompts are deepened, not their share:
+# on 4,000 prompts with 40% never solvable, deepening 400 of the ~1,900 all-same ones
+# from 8 to 32 rollouts narrows the multiplier from 2x-8x to 2x-3x, for a tenth of the
+# rollouts of -n 32 (`benchmarks/bench_deepen.py` prints it, with the populations where
+# it narrows less).
+REMEDY_PROMPTS = 400
 # Error messages the report lists.
 TOP_ERRORS = 5
 
@@ -78,6 +85,10 @@ class ComputeMultiplier:
     next_gain_interval: dict[str, float] | None = None
     recommended_range: dict[str, int] | None = None
     decided: bool = True
+    # When undecided, the rollouts that would pin the tails (`remedy_of`): a fixed-N
+    # run's {"deepen": K, "to": M} (`curate eval --deepen K --to M`), an adaptive run's
+    # {"max_runs": M}, or {"runs": M} when no prompt is all the same; None when decided.
+    remedy: dict[str, int] | None = None
 
 
 @dataclass
@@ -323,8 +334,23 @@ def compute_multiplier(
         model if model is not None else ScoreModel.binary(prior),
         min_rollouts(per_sample),
         adaptive=open_fractions is not None,
+        all_same=all_same_count(per_sample),
     )
     return out
+
+
+def all_same_count(per_sample: pl.DataFrame) -> int:
+    """Scored samples whose every rollout got the same full or no credit (always
+    correct or always incorrect): the ones deepening draws from."""
+    import polars as pl
+
+    if "category" not in per_sample.columns:
+        return 0
+    same = with_multiplicity(per_sample).filter(
+        pl.col("category").is_in(["always_correct", "always_incorrect"])
+        & (pl.col("n_rollouts") > 0)
+    )
+    return int(same[MULTIPLICITY].sum() or 0)
 
 
 def _multiplier_intervals(
@@ -334,6 +360,7 @@ def _multiplier_intervals(
     fewest: int,
     *,
     adaptive: bool,
+    all_same: int = 0,
 ) -> None:
     """Fill the multiplier's intervals (`curate.stats.intervals`) where its figures
     need the prior, and say so in `reason` when the data cannot choose the multiplier."""
@@ -366,24 +393,72 @@ def _multiplier_intervals(
     m.recommended_open_interval = big.to_dict() if big is not None else None
     if low != high:
         m.decided = False
+        m.remedy = remedy_of(m, all_same, adaptive=adaptive)
         m.reason = undecided_text(m)
 
 
 def remedy_rollouts(m: ComputeMultiplier) -> int:
     """Rollouts per prompt that would pin the tails enough to choose among the allowed
-    multipliers: one group beyond the largest of them."""
+    multipliers: one group beyond the largest of them (whether a prompt opens groups
+    that large depends on pass rates near 1/M, which M rollouts begin to see)."""
     high = m.recommended_range["high"] if m.recommended_range else m.recommended
     return m.group_size * (high + 1)
+
+
+def remedy_of(m: ComputeMultiplier, all_same: int, *, adaptive: bool) -> dict[str, int]:
+    """The remedy an undecided multiplier prints: deepen a random REMEDY_PROMPTS of the
+    `all_same` prompts (all of them when fewer) to `remedy_rollouts`; an adaptive run
+    raises its cap instead (its all-same prompts draw up to it), and a run with no
+    all-same prompt takes more rollouts for every prompt."""
+    to = remedy_rollouts(m)
+    if adaptive:
+        return {"max_runs": to}
+    if all_same <= 0:
+        return {"runs": to}
+    return {"deepen": min(all_same, REMEDY_PROMPTS), "to": to}
+
+
+def remedy_text(m: ComputeMultiplier) -> str:
+    """The remedy as a command to type (the one text of it: the report's reason, its
+    terminal lines and the Markdown all come from here)."""
+    r = m.remedy or {"runs": remedy_rollouts(m)}
+    if "deepen" in r:
+        return f"the same curate eval with --deepen {r['deepen']} --to {r['to']}"
+    if "max_runs" in r:
+        return f"the same curate eval --adaptive with --max-runs {r['max_runs']}"
+    return f"the same curate eval again with -n {r['runs']}"
+
+
+def deepened_note(extra: Mapping[str, Any]) -> str | None:
+    """The report's one line on a deepened run (`curate eval --deepen`; None for any
+    other): what the extra rollouts are and which figures use them. `extra` is the
+    summary's `extra` (its `deepened` section)."""
+    d = extra.get("deepened")
+    if not d:
+        return None
+    n = d["nominal_runs"]
+    return (
+        f"deepened run: {d['prompts']:,} all-same prompts have up to {d['max_rollouts']} "
+        f"rollouts ({d['rollouts']:,} more); the pass-rate prior, and so every figure past "
+        f"G = {n} and the multiplier, use them; every other figure reads the first {n} "
+        "rollouts of every prompt"
+    )
 
 
 def undecided_text(m: ComputeMultiplier) -> str:
     """The one line that says the data cannot choose the multiplier, and the remedy."""
     rng = m.recommended_range or {"low": m.recommended, "high": m.recommended}
+    r = m.remedy or {}
+    what = (
+        f"more rollouts for a random {r['deepen']} of the prompts never (or always) solved"
+        if "deepen" in r
+        else "more rollouts per prompt"
+    )
     return (
         f"the data cannot choose the multiplier: anything from {rng['low']}x to "
         f"{rng['high']}x fits it (95%), because prompts never (or always) solved so far "
-        "could have any pass rate near 0 (or 1); remedy: more rollouts per prompt pin "
-        f"those tails (the same curate eval again with -n {remedy_rollouts(m)})"
+        f"could have any pass rate near 0 (or 1); remedy: {what} pin those tails "
+        f"({remedy_text(m)})"
     )
 
 

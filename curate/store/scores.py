@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
+from curate.core.deepen import descriptive_rows
 from curate.core.reasoning import truncation_of
 from curate.errors import InputError, one_line
 from curate.store.run_dir import RolloutStore, is_run_dir, pairs_distinct, run_bits
@@ -90,8 +91,12 @@ class ScoreSource(_Origin):
     rollouts: pl.DataFrame
 
 
-def load_scores(path: str | os.PathLike[str]) -> ScoreSource:
-    """Read and validate scores; bad input raises InputError naming the file."""
+def load_scores(path: str | os.PathLike[str], *, deepening: bool = False) -> ScoreSource:
+    """Read and validate scores; bad input raises InputError naming the file.
+
+    A deepened run's deepening rows (`curate.core.deepen`) are left out, so that every
+    per-sample figure reads the first N rollouts of every prompt; `deepening=True`
+    keeps them (for the pass-rate prior, the one reader of every rollout)."""
     import polars as pl
 
     path = Path(path)
@@ -115,6 +120,9 @@ def load_scores(path: str | os.PathLike[str]) -> ScoreSource:
         frame = store.rollouts(cols)
         if frame.height == 0:
             raise InputError("run directory has no rollouts yet", path=path)
+        first_n = None if deepening else descriptive_rows(manifest)
+        if first_n is not None:
+            frame = frame.filter(first_n)
         if excludes_truncated(manifest) and "truncated" in frame.columns:
             frame = frame.filter(_kept())
             if frame.height == 0:
@@ -381,9 +389,13 @@ def _one_scan(path: Path) -> ScoreRead | None:
         rollouts=rollouts,
         manifest=plan.manifest,
         store=plan.store,
-        # An `exclude` run's scan skipped rows that were paid for too: usage reads all.
+        # An `exclude` run's scan skipped rows that were paid for too, and so did a
+        # deepened run's (its deepening rows): usage reads all.
         _tokens=tokens,
-        _tokens_read=not (plan.store is not None and excludes_truncated(plan.manifest)),
+        _tokens_read=not (
+            plan.store is not None
+            and (excludes_truncated(plan.manifest) or descriptive_rows(plan.manifest) is not None)
+        ),
         # The rows are in memory now: the error texts cost nothing more to keep.
         _errors=frame["error"].drop_nulls(),
         _lengths=lengths,
@@ -606,6 +618,9 @@ def _one_pass_plan(path: Path) -> _Plan | None:
             # `truncated` rides along for the report's length section (no second read).
             flags = ["truncated"] if tokens and "truncated" in cols else []
             lf = store.scan([*SCORE_COLUMNS, *tokens, *flags]).drop("_shard")
+        first_n = descriptive_rows(manifest)
+        if first_n is not None:
+            lf = lf.filter(first_n)
         return _Plan(lf.rename({"score": "_score"}), True, manifest, store)
 
     # Existence first: a missing path is load_scores' to name, not an unknown format.
@@ -827,7 +842,10 @@ def read_lengths(path: str | os.PathLike[str]) -> pl.DataFrame | None:
             if "completion_tokens" not in have:
                 return None
             cols = [c for c in LENGTH_COLUMNS if c in have]
-            frame = store.rollouts(cols)
+            first_n = descriptive_rows(store.read_manifest() if store.exists() else None)
+            frame = store.rollouts(cols if first_n is None else [*cols, "run_idx"])
+            if first_n is not None:  # a deepened run: its first N rollouts, as the scores
+                frame = frame.filter(first_n)
         else:
             if not path.is_file() or path.suffix.lower() not in TABLE_SUFFIXES:
                 return None
@@ -899,6 +917,9 @@ def read_answers(path: str | os.PathLike[str]) -> pl.DataFrame | None:
         frame = store.rollouts([*SCORE_COLUMNS, ANSWER_COLUMN, *(["truncated"] if exclude else [])])
         if exclude:
             frame = frame.filter(_kept())
+        first_n = descriptive_rows(manifest)
+        if first_n is not None:
+            frame = frame.filter(first_n)
         if frame.height == 0:
             raise InputError("run directory has no rollouts yet", path=path)
         return _validate(frame, path).select(cols)
@@ -941,6 +962,9 @@ def scan_completions(path: str | os.PathLike[str], *, text: bool = True) -> pl.L
             cols = ["sample_id", "run_idx", "error", *([COMPLETION_COLUMN] if text else [])]
             tokens = "completion_tokens" in have
             lf = store.scan(cols + (["completion_tokens"] if tokens else [])).drop("_shard")
+            first_n = descriptive_rows(store.read_manifest() if store.exists() else None)
+            if first_n is not None:  # a deepened run: its first N rollouts, as the scores
+                lf = lf.filter(first_n)
         else:
             if not path.is_file() or path.suffix.lower() not in TABLE_SUFFIXES:
                 return None
