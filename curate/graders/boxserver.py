@@ -1193,7 +1193,6 @@ def _import_path(view: ProgramView | None) -> None:
 
         for path in view.sitedirs:
             site.addsitedir(path)  # .pth files included: every package is opted in
-    sys.path_importer_cache.clear()
 
 
 class SiteOnDemand:
