@@ -1,13 +1,14 @@
 """The code grader's sandbox, inside: a warm box server, the boxes it forks, the program
-runner and the judge. Standard library only, run as a script (``python -I boxserver.py
-FD``) by `curate.graders.sandbox`; it never imports curate (curate's files are not
-visible inside a box).
+runner and the judge. Standard library only, run by `curate.graders.sandbox` as
+``python -I -S -c LOADER FD CODE_FD`` (its code read from a descriptor, so no path of the
+checkout shows in a box), or as a script (``python -I -S boxserver.py FD``); it never
+imports curate (curate's files are not visible inside a box).
 
 Process tree for one test case (``split``: the tests run in a judge, the program in its
 own box; ``stdio``: the program box alone, its stdout compared by curate)::
 
     curate --socketpair--> box server (root, or root of a user namespace; its own network
-        |                  and mount namespaces and read-only root, made once)
+        |                  and mount namespaces and read-only roots, made once)
         |-- init: cloned into new PID, mount, IPC and UTS namespaces (pid 1 there); mounts
         |   |     the box's empty /tmp and its /proc, chroots, reaps, reports the end
         |   `-- program (pid 2): waits for its case, then takes its own uid, rlimits and

@@ -4,9 +4,11 @@ the plain-data channel) is `curate.graders.boxserver`, a script started with the
 interpreter that runs the programs (curate's own unless the user names one).
 
 A warm server per concurrent run does the expensive set-up once (a network namespace with
-no interface up, a mount namespace whose root holds only read-only system and interpreter
-directories, a cgroup per role, the common modules imported); each test case is then two
-forks of it (`run_program`):
+no interface up, a mount namespace with two read-only roots: the program's, holding the
+system directories and the standard library with every package directory covered, plus
+the packages opted in (`visible_packages`); the judge's, holding the system and the
+interpreter's prefixes whole; a cgroup per role, the common modules imported); each test
+case is then two forks of it (`run_program`):
 
 * with a `judge` spec (every layout but stdin/stdout) the tests run in a judge box and the
   program in its own box; the judge calls the program's functions over a socket carrying
