@@ -515,6 +515,32 @@ def test_packages_site_shows_the_environment_and_numpy_by_name_brings_only_numpy
     assert (result.status, result.stdout.strip()) == ("ok", "True"), result
 
 
+def test_a_checkout_holding_its_venv_is_not_in_view() -> None:
+    """CI's layout: the repository at some path with `.venv` inside, the grader running
+    that venv's interpreter. Neither the checkout's files nor the venv are in the box."""
+    checkout = Path(tempfile.mkdtemp(prefix=".curate-test-checkout-", dir=Path.home()))
+    try:
+        os.chmod(checkout, 0o755)
+        (checkout / "README.md").write_text("answer=4\n")
+        (checkout / "sample_data").mkdir()
+        (checkout / "sample_data" / "set.jsonl").write_text('{"answer": "answer=4"}\n')
+        venv = checkout / ".venv"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        fence = protection_available(str(venv / "bin" / "python"))
+        if not fence.mount:
+            pytest.skip(f"no mount namespace here: {fence.summary}")
+        probe = (
+            "import os, sys\n"
+            f"print(os.path.exists({str(checkout)!r}), os.path.exists({str(venv)!r}))\n"
+            "print(sys.executable.startswith(sys.base_prefix))\n"
+        )
+        result = run_program(probe, protection=fence)
+        assert result.status == "ok", result
+        assert result.stdout.splitlines() == ["False False", "True"]
+    finally:
+        shutil.rmtree(checkout)
+
+
 def test_the_program_sees_no_secret_in_its_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CURATE_TEST_SECRET", SECRET)
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
