@@ -433,6 +433,9 @@ def visible_packages(python: str, packages: tuple[str, ...]) -> PackageView:
         found = json.loads(shown.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError):
         raise PackageError(f"cannot list the packages of {python}: {shown.stderr[-200:]}") from None
+    scratch = [p for p in found["paths"] if p.startswith(("/tmp/", "/var/tmp/", "/dev/shm/"))]
+    if scratch:  # a box's own empty /tmp, /var/tmp and /dev/shm would cover them
+        raise PackageError(f"{scratch[0]} is in a scratch directory, which a box cannot show")
     if found["missing"]:
         raise PackageError(
             f"not installed for {python or python_executable()}: {', '.join(found['missing'])}"
