@@ -1,13 +1,14 @@
 """The code grader's sandbox, inside: a warm box server, the boxes it forks, the program
-runner and the judge. Standard library only, run as a script (``python -I boxserver.py
-FD``) by `curate.graders.sandbox`; it never imports curate (curate's files are not
-visible inside a box).
+runner and the judge. Standard library only, run by `curate.graders.sandbox` as
+``python -I -S -c LOADER FD CODE_FD`` (its code read from a descriptor, so no path of the
+checkout shows in a box), or as a script (``python -I -S boxserver.py FD``); it never
+imports curate (curate's files are not visible inside a box).
 
 Process tree for one test case (``split``: the tests run in a judge, the program in its
 own box; ``stdio``: the program box alone, its stdout compared by curate)::
 
     curate --socketpair--> box server (root, or root of a user namespace; its own network
-        |                  and mount namespaces and read-only root, made once)
+        |                  and mount namespaces and read-only roots, made once)
         |-- init: cloned into new PID, mount, IPC and UTS namespaces (pid 1 there); mounts
         |   |     the box's empty /tmp and its /proc, chroots, reaps, reports the end
         |   `-- program (pid 2): waits for its case, then takes its own uid, rlimits and
@@ -38,11 +39,13 @@ import base64
 import builtins
 import contextlib
 import ctypes
+import dataclasses
 import decimal
 import errno
 import fcntl
 import fractions
 import functools
+import importlib.machinery
 import json
 import os
 import resource
@@ -54,7 +57,7 @@ import sys
 import time
 import traceback
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 # -- plain data -----------------------------------------------------------------------------
@@ -881,30 +884,147 @@ def remove_stale_cgroups() -> None:
 
 # -- the box --------------------------------------------------------------------------------
 
-ROOT = "/tmp"  # where, in the server's own mount namespace, the boxes' root is built
+HOLDER = "/tmp"  # where, in the server's own mount namespace, the boxes' roots are built
+JUDGE_ROOT = "/tmp/judge"  # the judge's: the system and the interpreter, packages included
+PROGRAM_ROOT = "/tmp/program"  # the program's: the system and the standard library only
 BOX_FDS = 6  # fds 0..5 are the box's; everything else is closed
+# Where a Python installation keeps third-party packages (and, for /usr/lib/python3*,
+# the system interpreter's standard library): hidden from the program unless it is the
+# standard library of the interpreter that runs it.
+PACKAGE_GLOBS = (
+    "/usr/lib/python*",
+    "/usr/local/lib/python*",
+    "/usr/share/python*",
+    "/usr/local/share/python*",
+    "/usr/lib/pypy*",
+    "/usr/local/lib/pypy*",
+)
+PACKAGE_DIR_NAMES = ("site-packages", "dist-packages")
 
 
-def build_root(paths: list[str]) -> None:
-    """The boxes' root file system, in the server's mount namespace: a tmpfs holding
-    read-only bind mounts of `paths` (the system and the interpreter) and nothing else."""
+@dataclasses.dataclass
+class ProgramView:
+    """What the program box holds beyond the system directories: the interpreter's
+    standard library (`stdlib`, also its whole ``sys.path``), the interpreter's own
+    files (`files`), and the packages opted in (`packages`: their top-level directories
+    and files; `sitedirs`: the directories added to ``sys.path`` for them; `site`: run
+    ``site.addsitedir`` on those, .pth files included, for ``packages=site``)."""
+
+    stdlib: list[str]
+    files: list[str]
+    packages: list[str]
+    sitedirs: list[str]
+    site: bool
+
+
+def stdlib_view(packages: list[str], sitedirs: list[str], site: bool) -> ProgramView:
+    """The program's view for this interpreter (started with -S: its ``sys.path`` is the
+    standard library, once the script's own directory is dropped)."""
+    stdlib = [p for p in sys.path if p and os.path.exists(p)]
+    executable = os.path.realpath(sys.executable) if sys.executable else ""
+    files = [executable] if executable and os.path.isfile(executable) else []
+    if files:  # a shared libpython, which the interpreter needs to start again
+        libdir = os.path.join(os.path.dirname(os.path.dirname(executable)), "lib")
+        with contextlib.suppress(OSError):
+            files += [
+                os.path.join(libdir, name)
+                for name in sorted(os.listdir(libdir))
+                if name.startswith("libpython") and ".so" in name
+            ]
+    return ProgramView(stdlib, files, packages, sitedirs, site)
+
+
+def package_masks(view: ProgramView) -> list[str]:
+    """Directories of the program's root to cover with an empty one: every Python
+    installation's package directories under the system directories, and those inside
+    the standard library (a base interpreter's own site-packages), but never a directory
+    holding the standard library itself."""
+    import glob
+
+    kept = [*view.stdlib, *view.files]
+    masks: list[str] = []
+    for pattern in PACKAGE_GLOBS:
+        for path in sorted(glob.glob(pattern)):
+            if os.path.islink(path) or not os.path.isdir(path):
+                continue
+            if any(k == path or k.startswith(path + "/") for k in kept):
+                masks += [os.path.join(path, name) for name in PACKAGE_DIR_NAMES]
+            else:
+                masks.append(path)
+    for path in view.stdlib:
+        masks += [os.path.join(path, name) for name in PACKAGE_DIR_NAMES]
+    found: list[str] = []
+    for path in masks:
+        if path not in found and os.path.isdir(path) and not os.path.islink(path):
+            found.append(path)
+    return found
+
+
+def build_roots(judge: list[str], system: list[str], program: ProgramView) -> None:
+    """The boxes' two root file systems, in the server's mount namespace: the judge's
+    holds `judge` (the system and the interpreter's prefixes, packages included: it runs
+    the data set's tests); the program's holds `system`, the standard library, the
+    interpreter's own files and the packages opted in, with every other package
+    directory under them covered by an empty one."""
     mount("none", "/", None, MS_REC | MS_PRIVATE)
-    mount("curate-root", ROOT, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
-    for path in paths:
-        target = ROOT + path
-        if os.path.islink(path):
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            os.symlink(os.readlink(path), target)
-            continue
-        if not os.path.isdir(path):
-            continue
+    mount("curate-roots", HOLDER, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755")
+    build_root(JUDGE_ROOT, judge, [], [], [])
+    build_root(
+        PROGRAM_ROOT,
+        [*system, *program.stdlib],
+        program.files,
+        package_masks(program),
+        program.packages,
+    )
+    mount("none", HOLDER, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _bind(path: str, target: str) -> None:
+    if os.path.isdir(path):
         os.makedirs(target, mode=0o755, exist_ok=True)
-        mount(path, target, None, MS_BIND | MS_REC)
-        mount("none", target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    else:
+        os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+        if not os.path.exists(target):
+            open(target, "w").close()
+    mount(path, target, None, MS_BIND | MS_REC)
+    mount("none", target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def build_root(
+    root: str, paths: list[str], files: list[str], masks: list[str], extra: list[str]
+) -> None:
+    """A tmpfs at `root` holding read-only bind mounts of `paths` (directories) and
+    `files`, then an empty directory over each of `masks`, then the opted-in `extra`
+    directories and files (which may lie inside a mask), and nothing else."""
+    os.makedirs(root, mode=0o755, exist_ok=True)
+    mount("curate-root", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+    for path in sorted(paths, key=len):  # a parent before what is nested in it
+        target = root + path
+        if os.path.islink(path):
+            if not os.path.lexists(target):
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                os.symlink(os.readlink(path), target)
+            continue
+        if not os.path.isdir(path) or (os.path.isdir(target) and os.listdir(target)):
+            continue  # missing, or already inside a directory bound above
+        _bind(path, target)
+    for path in files:
+        if not os.path.exists(root + path):
+            _bind(path, root + path)
+    covered = []
+    for path in masks:
+        if os.path.isdir(root + path):
+            mount("curate-hidden", root + path, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755")
+            covered.append(root + path)
+    for path in extra:
+        if os.path.exists(path) and not os.path.islink(path):
+            _bind(path, root + path)
+    for target in covered:
+        mount("none", target, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     for name in ("tmp", "proc", "dev", "var"):
-        os.makedirs(f"{ROOT}/{name}", mode=0o755, exist_ok=True)
+        os.makedirs(f"{root}/{name}", mode=0o755, exist_ok=True)
     for device in ("null", "zero", "full", "random", "urandom"):
-        target = f"{ROOT}/dev/{device}"
+        target = f"{root}/dev/{device}"
         open(target, "w").close()
         mount(f"/dev/{device}", target, None, MS_BIND)
     for name, target in (
@@ -913,28 +1033,29 @@ def build_root(paths: list[str]) -> None:
         ("stdout", "/proc/self/fd/1"),
         ("stderr", "/proc/self/fd/2"),
     ):
-        os.symlink(target, f"{ROOT}/dev/{name}")
-    os.makedirs(f"{ROOT}/dev/shm", exist_ok=True)
-    os.makedirs(f"{ROOT}/var/tmp", exist_ok=True)
-    mount("none", ROOT, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        os.symlink(target, f"{root}/dev/{name}")
+    os.makedirs(f"{root}/dev/shm", exist_ok=True)
+    os.makedirs(f"{root}/var/tmp", exist_ok=True)
+    mount("none", root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
 def _box_mounts(disk_mb: int) -> None:
     """In a box's own mount namespace: one size-limited tmpfs for /tmp, /var/tmp and
     /dev/shm (the disk quota), empty."""
+    root = PROGRAM_ROOT
     mount("none", "/", None, MS_REC | MS_PRIVATE)
     mount(
         "curate-tmp",
-        f"{ROOT}/tmp",
+        f"{root}/tmp",
         "tmpfs",
         MS_NOSUID | MS_NODEV,
         f"size={disk_mb}m,mode=0755,nr_inodes=10000",
     )
     for sub, target in (("var-tmp", "var/tmp"), ("shm", "dev/shm"), ("tmp", "tmp")):
-        os.makedirs(f"{ROOT}/tmp/.box/{sub}", 0o1777)
-        os.chmod(f"{ROOT}/tmp/.box/{sub}", 0o1777)
+        os.makedirs(f"{root}/tmp/.box/{sub}", 0o1777)
+        os.chmod(f"{root}/tmp/.box/{sub}", 0o1777)
         # /tmp last: it covers the tmpfs's top, so only the three empty directories show.
-        mount(f"{ROOT}/tmp/.box/{sub}", f"{ROOT}/{target}", None, MS_BIND)
+        mount(f"{root}/tmp/.box/{sub}", f"{root}/{target}", None, MS_BIND)
 
 
 def _limits(cfg: dict[str, Any]) -> None:
@@ -982,7 +1103,12 @@ def _harness_line() -> bytes:
 
 
 def program_box(
-    prep: dict[str, Any], uid: int | None, status_fd: int, ctl: int, group: Cgroup | None
+    prep: dict[str, Any],
+    uid: int | None,
+    status_fd: int,
+    ctl: int,
+    group: Cgroup | None,
+    view: ProgramView,
 ) -> None:
     """A program box's pid 1 (just cloned by the server); never returns. Sets up the
     box, starts the worker, which waits for its case, then reaps until the worker ends
@@ -998,12 +1124,12 @@ def program_box(
         if fence["mount"]:
             _box_mounts(prep["disk_mb"])
             if fence["pid"]:
-                mount("proc", f"{ROOT}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-            os.chroot(ROOT)
+                mount("proc", f"{PROGRAM_ROOT}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+            os.chroot(PROGRAM_ROOT)
             os.chdir("/tmp")
         worker = os.fork()
         if worker == 0:
-            _worker("program", ctl, uid)
+            _worker("program", ctl, uid, view)
         os.close(ctl)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         while True:  # reap orphans too, until the worker ends
@@ -1036,9 +1162,9 @@ def judge_box(
         if group is not None:
             group.join(0)
         if prep["fence"]["mount"]:
-            os.chroot(ROOT)
+            os.chroot(JUDGE_ROOT)
             os.chdir("/tmp")
-        _worker("judge", ctl, uid)
+        _worker("judge", ctl, uid, None)
     except BaseException:
         os._exit(EXIT_HARNESS)
 
@@ -1051,12 +1177,53 @@ def _close_all_but(keep: set[int]) -> None:
     os.closerange(low, os.sysconf("SC_OPEN_MAX"))
 
 
-def _worker(role: str, ctl: int, uid: int | None) -> None:
+def _import_path(view: ProgramView | None) -> None:
+    """The import system of a program (`view`) or of a judge (None), set before the case
+    arrives. The server runs with -S (no site-packages, no .pth file run): a program
+    imports from the standard library and the packages opted in only; a judge gets the
+    interpreter's site-packages on its first import the standard library cannot serve."""
+    if view is None:
+        if sys.flags.no_site:
+            sys.meta_path.append(SiteOnDemand())
+        return
+    sys.path[:] = view.stdlib if view.site else [*view.stdlib, *view.sitedirs]
+    if view.files:  # the interpreter, as the box holds it (a venv's link is not there)
+        sys.executable = sys._base_executable = view.files[0]  # type: ignore[attr-defined]
+    if view.site:
+        import site
+
+        for path in view.sitedirs:
+            site.addsitedir(path)  # .pth files included: every package is opted in
+
+
+class SiteOnDemand:
+    """The judge's last import finder: on the first module nothing else finds, it adds
+    the interpreter's site-packages (``site.main``, run once), then looks again."""
+
+    done = False
+
+    def find_spec(
+        self,
+        name: str,
+        path: Sequence[str] | None = None,
+        target: types.ModuleType | None = None,
+    ) -> importlib.machinery.ModuleSpec | None:
+        if self.done or path is not None:
+            return None
+        self.done = True
+        import site
+
+        site.main()
+        return importlib.machinery.PathFinder.find_spec(name)
+
+
+def _worker(role: str, ctl: int, uid: int | None, view: ProgramView | None) -> None:
     """The process that runs the program (or the judge): waits for its case (the
     settings and its descriptors, from the server), fences itself and runs it; never
     returns."""
     code = EXIT_HARNESS
     try:
+        _import_path(view)
         control = socket.socket(fileno=ctl)
         message, fds, _, _ = socket.recv_fds(control, 1 << 16, 8)
         if not message:
@@ -1181,14 +1348,21 @@ class Server:
         self.ready: dict[str, Box] = {}
         self.dying: list[Box] = []
         self.running: list[Box] = []
+        self.view = stdlib_view([], [], False)
 
     def uid(self, role: str, slot: int) -> int:
         """Unique to this server while it runs (pids are unique): a program's
         RLIMIT_NPROC is its own and no neighbour's."""
         return 1_000_000 + 2 * SLOTS * self.pid + 2 * slot + (role == "judge")
 
-    def set_up(self, roots: list[str]) -> dict[str, Any]:
-        """The expensive part, once: namespaces, the root file system, cgroups."""
+    def set_up(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The expensive part, once: namespaces, the root file systems, cgroups."""
+        program = request.get("program") or {}
+        self.view = stdlib_view(
+            [str(p) for p in program.get("packages", [])],
+            [str(p) for p in program.get("sitedirs", [])],
+            bool(program.get("site")),
+        )
         reasons: dict[str, str] = {}
         root = os.geteuid() == 0
         features: dict[str, Any] = {
@@ -1221,7 +1395,7 @@ class Server:
                 reasons["network"] = str(exc)
             try:
                 unshare(CLONE_NEWNS)
-                build_root(roots)
+                build_roots(request["roots"], request["system"], self.view)
                 features["mount"] = True
             except OSError as exc:
                 reasons["mount"] = str(exc)
@@ -1270,10 +1444,8 @@ class Server:
                 return
             try:
                 request = json.loads(message)
-                if request["op"] == "setup":
-                    reply = self.set_up(request["roots"])
-                else:
-                    reply = self.run(request, fds)
+                setup = request["op"] == "setup"
+                reply = self.set_up(request) if setup else self.run(request, fds)
             except Exception as exc:  # the server keeps serving; curate sees the reason
                 reply = {"error": _exception_text(exc)}
             finally:
@@ -1333,7 +1505,7 @@ class Server:
                 theirs.close()
                 raise
             if pid == 0:
-                program_box(prep, uid, status_w, theirs.fileno(), group)
+                program_box(prep, uid, status_w, theirs.fileno(), group, self.view)
             os.close(status_w)
         else:
             pid = os.fork()
@@ -1481,8 +1653,33 @@ PRELOAD = (
 )
 
 
+NEUTRAL_ARGV = b"curate-box"
+
+
+def hide_command_line() -> None:
+    """Overwrite this process's command line (which every box's /proc/1/cmdline shows,
+    being a fork of it) with a neutral one: it names this script's path, inside the
+    checkout curate runs from. The interpreter's own copies go too."""
+    sys.argv = [NEUTRAL_ARGV.decode()]
+    if hasattr(sys, "orig_argv"):
+        sys.orig_argv = [NEUTRAL_ARGV.decode()]
+    script = str(globals().get("__file__", ""))
+    here = os.path.dirname(os.path.abspath(script)) if script else ""
+    sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) != here]
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        start, end = int(fields[45]), int(fields[46])  # arg_start, arg_end (fields 48, 49)
+    except (OSError, IndexError, ValueError):
+        return
+    if end - start > len(NEUTRAL_ARGV):
+        ctypes.memset(start, 0, end - start)
+        ctypes.memmove(start, NEUTRAL_ARGV, len(NEUTRAL_ARGV))
+
+
 def main(argv: list[str]) -> None:
     control = socket.socket(fileno=int(argv[1]))
+    hide_command_line()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # curate decides; it closes the socket
     import importlib
 

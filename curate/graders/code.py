@@ -62,7 +62,15 @@ from curate.graders.base import (
     one_line,
 )
 from curate.graders.pool import DEFAULT_WORKERS, check_timeout
-from curate.graders.sandbox import Limits, Protection, RunResult, protection_available, run_program
+from curate.graders.sandbox import (
+    Limits,
+    PackageError,
+    Protection,
+    RunResult,
+    protection_available,
+    run_program,
+    visible_packages,
+)
 from curate.graders.text import strip_think
 
 # Columns that hold tests, in the order `curate eval --grader code` looks for them.
@@ -513,16 +521,23 @@ class CodeGrader:
         return f"CodeGrader({self.name!r}, score_mode={self.score_mode!r}, workers={self.workers})"
 
 
-_PARAMS = ("score", "memory_mb", "nproc", "fsize_mb", "disk_mb", "python")
+_PARAMS = ("score", "memory_mb", "nproc", "fsize_mb", "disk_mb", "python", "packages")
 
 
 def parse_code_spec(spec: str, argument: str | None) -> dict[str, str]:
-    """``code:score=fraction,memory_mb=2048`` -> its parameters (checked)."""
+    """``code:score=fraction,memory_mb=2048`` -> its parameters (checked).
+    ``packages=numpy,pandas`` lists names after one key: a part without ``=`` that
+    follows ``packages=`` adds a name to it."""
     params: dict[str, str] = {}
+    last = ""
     for part in (argument or "").split(","):
         if not part.strip():
             continue
+        if "=" not in part and last == "packages" and part.strip():
+            params["packages"] += "," + part.strip()
+            continue
         key, sep, value = part.partition("=")
+        last = key.strip().lower()
         key, value = key.strip().lower(), value.strip()
         if not sep or key not in _PARAMS or not value:
             raise UsageError(
@@ -538,7 +553,17 @@ def parse_code_spec(spec: str, argument: str | None) -> dict[str, str]:
     for key in ("memory_mb", "nproc", "fsize_mb", "disk_mb"):
         if key in params and not (params[key].isdigit() and int(params[key]) > 0):
             raise UsageError(f"grader {spec!r}: {key} must be a positive whole number")
+    try:
+        visible_packages(params.get("python", ""), package_names(params))
+    except PackageError as exc:
+        raise UsageError(f"grader {spec!r}: packages: {exc}") from None
     return params
+
+
+def package_names(params: Mapping[str, str]) -> tuple[str, ...]:
+    """The ``packages=`` names of a parsed spec, sorted (one server per set)."""
+    names = {name.strip() for name in params.get("packages", "").replace("+", ",").split(",")}
+    return tuple(sorted(name for name in names if name))
 
 
 def code_grader(spec: str, argument: str | None, options: GraderOptions) -> CodeGrader:
@@ -560,7 +585,7 @@ def code_grader(spec: str, argument: str | None, options: GraderOptions) -> Code
         limits=limits,
         score_mode=params.get("score", "all"),
         workers=options.workers or DEFAULT_WORKERS,
-        protection=protection_available(params.get("python", "")),
+        protection=protection_available(params.get("python", ""), package_names(params)),
     )
 
 

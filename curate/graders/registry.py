@@ -13,8 +13,9 @@ Specs (the part before the first ``:`` is case-insensitive; the rest is kept ver
   signature; bare ``verl`` is verl's own default reward routing)
 * ``trl:FILE.py:FUNCTION`` / ``trl:module:function`` (TRL's reward-function signature)
 * ``code``, ``code:score=fraction,memory_mb=2048,nproc=64,fsize_mb=16,disk_mb=64,python=P``
-  (run the completion's program against the sample's tests in a sandbox;
-  `curate.graders.code`)
+  and ``packages=NAME,NAME`` or ``packages=site`` (the third-party packages the program
+  may import; by default none) (run the completion's program against the sample's tests
+  in a sandbox; `curate.graders.code`)
 * ``reward-model`` (a sequence-classification reward model behind an HTTP server; its
   URL comes with ``reward_model=RewardModelConfig(...)``)
 

@@ -4,9 +4,11 @@ the plain-data channel) is `curate.graders.boxserver`, a script started with the
 interpreter that runs the programs (curate's own unless the user names one).
 
 A warm server per concurrent run does the expensive set-up once (a network namespace with
-no interface up, a mount namespace whose root holds only read-only system and interpreter
-directories, a cgroup per role, the common modules imported); each test case is then two
-forks of it (`run_program`):
+no interface up, a mount namespace with two read-only roots: the program's, holding the
+system directories and the standard library with every package directory covered, plus
+the packages opted in (`visible_packages`); the judge's, holding the system and the
+interpreter's prefixes whole; a cgroup per role, the common modules imported); each test
+case is then two forks of it (`run_program`):
 
 * with a `judge` spec (every layout but stdin/stdout) the tests run in a judge box and the
   program in its own box; the judge calls the program's functions over a socket carrying
@@ -44,6 +46,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 BOXSERVER = Path(__file__).with_name("boxserver.py")
+# The server's code reaches it through a descriptor and runs under a neutral file name: no
+# path of curate's checkout in a box's tracebacks, code objects or command lines.
+_LOADER = (
+    "import os, sys, __main__\n"
+    "fd = int(sys.argv[2])\n"
+    "code = os.pread(fd, 1 << 24, 0)\n"
+    "os.close(fd)\n"
+    "exec(compile(code, 'boxserver.py', 'exec'), __main__.__dict__)\n"
+)
 
 # Status of one run, as the code grader reports it per test case.
 Status = Literal["ok", "error", "assertion", "timeout", "limit", "crashed", "tampered", "harness"]
@@ -94,6 +105,7 @@ class Protection:
     user_namespace: bool = False  # the namespaces live in a user namespace (not root)
     reason: str = ""  # why a protection is missing, when one is
     python: str = ""  # the interpreter that runs programs ("": curate's own)
+    packages: tuple[str, ...] = ()  # third-party packages the program sees ("site": all)
 
     @property
     def summary(self) -> str:
@@ -115,6 +127,9 @@ class Protection:
             else "no cgroup (per-process limits)",
             "seccomp filter" if self.seccomp else "no seccomp",
             f"python {self.python or sys.executable}",
+            visible_packages(self.python, self.packages).summary
+            if self.mount
+            else "the program imports the standard library only (its files are all in view)",
         ]
         text = ", ".join(parts)
         return f"{text} ({self.reason})" if self.reason else text
@@ -170,12 +185,16 @@ def minimal_env() -> dict[str, str]:
 class BoxServer:
     """One box server process (`curate.graders.boxserver`), serving one run at a time."""
 
-    def __init__(self, python: str) -> None:
+    def __init__(self, python: str, packages: tuple[str, ...] = ()) -> None:
+        view = visible_packages(python, packages)  # before the server: UsageError first
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        code = _memfd("boxserver", BOXSERVER.read_bytes())
         try:
+            # -S: no site-packages on the programs' path and no .pth file run in their
+            # interpreter (the server is forked for each box); judges add them on demand.
             self.process = subprocess.Popen(
-                [python, "-I", str(BOXSERVER), str(theirs.fileno())],
-                pass_fds=(theirs.fileno(),),
+                [python, "-I", "-S", "-c", _LOADER, str(theirs.fileno()), str(code)],
+                pass_fds=(theirs.fileno(), code),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=None if os.environ.get("CURATE_DEBUG") else subprocess.DEVNULL,
@@ -186,8 +205,15 @@ class BoxServer:
             )
         finally:
             theirs.close()
+            os.close(code)
         self.socket = ours
-        self.features = self.request({"op": "setup", "roots": visible_dirs(python)}, [], 120.0)
+        setup = {
+            "op": "setup",
+            "roots": visible_dirs(python),
+            "system": [p for p in SYSTEM_DIRS if os.path.lexists(p)],
+            "program": view.wire(),
+        }
+        self.features = self.request(setup, [], 120.0)
 
     def request(self, message: dict[str, Any], fds: list[int], timeout_s: float) -> dict[str, Any]:
         self.socket.settimeout(timeout_s)
@@ -214,8 +240,9 @@ class BoxServer:
 class ServerPool:
     """Idle warm servers for one interpreter; as many as runs have been concurrent."""
 
-    def __init__(self, python: str) -> None:
+    def __init__(self, python: str, packages: tuple[str, ...] = ()) -> None:
         self.python = python
+        self.packages = packages
         self.idle: list[BoxServer] = []
         self.lock = threading.Lock()
 
@@ -224,7 +251,7 @@ class ServerPool:
         with self.lock:
             server = self.idle.pop() if self.idle else None
         if server is None:
-            server = BoxServer(self.python)
+            server = BoxServer(self.python, self.packages)
         try:
             yield server
         except BaseException:
@@ -240,16 +267,17 @@ class ServerPool:
             server.close()
 
 
-_POOLS: dict[str, ServerPool] = {}
+_POOLS: dict[tuple[str, tuple[str, ...]], ServerPool] = {}
 _POOLS_LOCK = threading.Lock()
 
 
-def server_pool(python: str = "") -> ServerPool:
-    executable = python or python_executable()
+def server_pool(python: str = "", packages: tuple[str, ...] = ()) -> ServerPool:
+    """The warm servers for an interpreter and the packages its programs see."""
+    key = (python or python_executable(), packages)
     with _POOLS_LOCK:
-        if executable not in _POOLS:
-            _POOLS[executable] = ServerPool(executable)
-        return _POOLS[executable]
+        if key not in _POOLS:
+            _POOLS[key] = ServerPool(*key)
+        return _POOLS[key]
 
 
 @atexit.register
@@ -288,6 +316,137 @@ def visible_dirs(python: str) -> list[str]:
         dirs = [d for d in dirs if not d.startswith(path.rstrip("/") + "/")]
         dirs.append(path)
     return dirs
+
+
+# What the program sees of the interpreter's third-party packages: nothing by default; the
+# packages named with the grader's ``packages=`` key (their top-level directories and
+# files, found in their RECORD, and those of what they require), or all (``site``).
+_PACKAGES_SCRIPT = r"""
+import importlib.metadata as md, importlib.util, json, os, re, site, sys
+names = sys.argv[1:]
+sites = [os.path.abspath(p) for p in site.getsitepackages() if os.path.isdir(p)]
+out = {"paths": [], "sitedirs": [], "named": [], "required": [], "missing": []}
+if "site" in names:
+    out["paths"], out["sitedirs"] = sites, sites
+    names = []
+seen, todo = set(), [(name, True) for name in names]
+while todo:
+    name, named = todo.pop(0)
+    key = re.sub(r"[-_.]+", "-", name).lower()
+    if key in seen:
+        continue
+    seen.add(key)
+    try:
+        dist = md.distribution(name)
+    except md.PackageNotFoundError:
+        owners = md.packages_distributions().get(name) or []
+        dist = md.distribution(owners[0]) if owners else None
+    if dist is None:
+        if named:
+            out["missing"].append(name)
+        continue
+    base = os.path.abspath(str(dist.locate_file("")))
+    tops = sorted({f.parts[0] for f in dist.files or [] if f.parts and f.parts[0] != ".."})
+    paths = [os.path.join(base, t) for t in tops if t != "__pycache__" and not t.endswith(".pth")]
+    paths = [p for p in paths if os.path.lexists(p)]
+    modules = [p for p in paths if os.path.isdir(p) and not p.endswith((".dist-info", ".egg-info"))
+               or p.endswith((".py", ".so"))]
+    if not modules or all(os.path.basename(p).startswith("__editable__") for p in modules):
+        # an editable install: its RECORD holds a finder; the code lives elsewhere
+        imports = (dist.read_text("top_level.txt") or "").split() or [name.replace("-", "_")]
+        for top in imports:
+            spec = importlib.util.find_spec(top)
+            if spec is None:
+                continue
+            found = list(spec.submodule_search_locations or []) or [spec.origin or ""]
+            for path in found:
+                if path and os.path.exists(path):
+                    paths.append(path)
+                    out["sitedirs"].append(os.path.dirname(path))
+    out["paths"] += paths
+    out["sitedirs"].append(base)
+    (out["named"] if named else out["required"]).append(dist.metadata["Name"])
+    for requirement in dist.requires or []:
+        if "extra" in requirement.partition(";")[2]:
+            continue
+        match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+        if match:
+            todo.append((match[1], False))
+out["sitedirs"] = list(dict.fromkeys(out["sitedirs"]))
+print(json.dumps(out))
+"""
+
+
+class PackageError(Exception):
+    """A package named with ``packages=`` is not installed for the interpreter."""
+
+
+@dataclass(frozen=True, slots=True)
+class PackageView:
+    """The third-party files a program box holds (see `visible_packages`)."""
+
+    asked: tuple[str, ...]
+    paths: tuple[str, ...] = ()  # top-level directories and files, bound read-only
+    sitedirs: tuple[str, ...] = ()  # added to the program's sys.path
+    named: tuple[str, ...] = ()  # distributions, as named
+    required: tuple[str, ...] = ()  # distributions they require
+
+    @property
+    def everything(self) -> bool:
+        return "site" in self.asked
+
+    @property
+    def summary(self) -> str:
+        if self.everything:
+            return "the program sees the standard library and every installed package"
+        if not self.named:
+            return "the program sees the standard library only (packages=NAME,... to add)"
+        text = f"the program sees the standard library and {', '.join(self.named)}"
+        if self.required:
+            text += f" (with {', '.join(self.required)}: what they require)"
+        return text
+
+    def wire(self) -> dict[str, object]:
+        return {
+            "packages": list(self.paths),
+            "sitedirs": list(self.sitedirs),
+            "site": self.everything,
+        }
+
+
+@functools.cache
+def visible_packages(python: str, packages: tuple[str, ...]) -> PackageView:
+    """The files of `packages` (distribution or import names, or ``site``) installed for
+    `python`: what a program box holds beyond the standard library. `PackageError` when
+    one is not installed."""
+    if not packages:
+        return PackageView(())
+    shown = subprocess.run(
+        [python or python_executable(), "-I", "-c", _PACKAGES_SCRIPT, *packages],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd="/",
+    )
+    try:
+        found = json.loads(shown.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        raise PackageError(f"cannot list the packages of {python}: {shown.stderr[-200:]}") from None
+    scratch = [p for p in found["paths"] if p.startswith(("/tmp/", "/var/tmp/", "/dev/shm/"))]
+    if scratch:  # a box's own empty /tmp, /var/tmp and /dev/shm would cover them
+        raise PackageError(f"{scratch[0]} is in a scratch directory, which a box cannot show")
+    if found["missing"]:
+        raise PackageError(
+            f"not installed for {python or python_executable()}: {', '.join(found['missing'])}"
+        )
+    return PackageView(
+        packages,
+        tuple(dict.fromkeys(found["paths"])),
+        tuple(found["sitedirs"]),
+        tuple(found["named"]),
+        tuple(found["required"]),
+    )
 
 
 # -- one run ---------------------------------------------------------------------------------
@@ -341,7 +500,7 @@ def run_program(
         fds += [_memfd("tests", json.dumps(judge).encode()), _memfd("judge-stderr")]
     try:
         try:
-            with server_pool(fence.python).server() as server:
+            with server_pool(fence.python, fence.packages).server() as server:
                 reply = server.request(message, fds, limits.wall_s + _GRACE_S)
         except (OSError, ValueError) as exc:
             return RunResult("harness", "", "", None, 0.0, False, f"sandbox: {exc}")
@@ -508,15 +667,21 @@ def without(fence: Protection, name: str) -> Protection:
 
 
 @functools.cache
-def protection_available(python: str = "") -> Protection:
-    """The strongest fence that works here, found once per process and interpreter: the
-    server's set-up says what the kernel gave it; a probe program then runs under it,
-    and each protection that makes it fail is dropped (with the reason)."""
+def protection_available(python: str = "", packages: tuple[str, ...] = ()) -> Protection:
+    """The strongest fence that works here, found once per process, interpreter and set
+    of packages: the server's set-up says what the kernel gave it; a probe program then
+    runs under it, and each protection that makes it fail is dropped (with the reason).
+    `PackageError` when a package named in `packages` is not installed."""
     try:
-        with server_pool(python).server() as server:
+        with server_pool(python, packages).server() as server:
             features = server.features
     except (OSError, ValueError) as exc:
-        return replace(NO_PROTECTION, python=python, reason=f"the sandbox server fails: {exc}")
+        return replace(
+            NO_PROTECTION,
+            python=python,
+            packages=packages,
+            reason=f"the sandbox server fails: {exc}",
+        )
     reasons = [f"{name}: {why}" for name, why in dict(features.get("reasons", {})).items()]
     fence = Protection(
         network=bool(features.get("network")),
@@ -527,6 +692,7 @@ def protection_available(python: str = "") -> Protection:
         seccomp=bool(features.get("seccomp")),
         user_namespace=bool(features.get("user_namespace")),
         python=python,
+        packages=packages,
     )
     order = ("seccomp", "cgroup", "uid", "mount", "pid")
     limits = Limits(wall_s=20.0)

@@ -8,6 +8,7 @@ import decimal
 import fractions
 import math
 import struct
+import sys
 
 import pytest
 
@@ -113,3 +114,27 @@ def test_a_program_cannot_raise_stop_iteration_into_the_judge_or_pick_its_module
     assert "StopIteration" not in boxserver._SAFE_EXCEPTIONS
     assert "ValueError" in boxserver._SAFE_EXCEPTIONS
     assert "AssertionError" not in boxserver._SAFE_EXCEPTIONS
+
+
+def test_package_masks_cover_every_package_directory_and_never_the_stdlib() -> None:
+    """On this machine's real layout: the standard library (and what holds it) stays;
+    the site-packages inside it, and every other Python installation's package directory
+    under the system directories, is covered."""
+    import glob
+    import os
+    import sysconfig
+
+    paths = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_exec_prefix})
+    stdlib = [p for p in {paths["stdlib"], paths["platstdlib"]} if os.path.isdir(p)]
+    view = boxserver.ProgramView(stdlib, [], [], [], False)
+    masks = boxserver.package_masks(view)
+    for kept in stdlib:
+        assert not any(kept == m or kept.startswith(m + "/") for m in masks), (kept, masks)
+        for name in ("site-packages", "dist-packages"):
+            if os.path.isdir(os.path.join(kept, name)):
+                assert os.path.join(kept, name) in masks
+    for pattern in boxserver.PACKAGE_GLOBS:
+        for path in glob.glob(pattern):
+            if os.path.isdir(path) and not os.path.islink(path):
+                holds_stdlib = any(k == path or k.startswith(path + "/") for k in stdlib)
+                assert holds_stdlib or path in masks, path

