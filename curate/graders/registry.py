@@ -144,7 +144,7 @@ def grader_kind(spec: str | None) -> str:
 
 def _unknown(spec: str) -> UsageError:
     names = [*GRADER_NAMES, *(entry.name for entry in GRADERS.plugins())]
-    close = did_you_mean(spec.partition(":")[0], names)
+    close = did_you_mean(spec.partition(":")[0], GRADERS.names())  # plugins included
     hint = f" (did you mean '{close}'?)" if close else ""
     return UsageError(f"unknown grader {spec!r}{hint}; expected one of: {', '.join(names)}")
 

@@ -104,9 +104,11 @@ def test_eval_then_report_plot_filter_as_subprocesses(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr[-2000:]
     # The terminal holds curate's lines only; the engine's own output is in its log.
     log = run / "engine.log"
-    # First how references are read and graded (before anything starts), then the engine.
+    # First the layout recognised, how references are read and graded (before anything
+    # starts), then the engine.
     err = res.stderr.splitlines()
-    assert err[0].startswith("references: ") and err[1].startswith("grader: numeric")
+    assert err[0].startswith("layout: ")
+    assert err[1].startswith("references: ") and err[2].startswith("grader: numeric")
     engine = _after_preflight(err)
     assert engine[0] == f"eval: starting the vLLM engine for {TINY_MODEL} (log: {log}) ..."
     assert re.search(r"^eval: engine ready in \d+\.\d s$", res.stderr, re.MULTILINE)

@@ -73,8 +73,10 @@ def test_layout_scores_like_hand_extracted_answers(
         announce=lambda pf: lines.extend(pf.lines()),
     )
     assert outcome.settings.grader == "numeric"
-    assert lines[0].startswith(f"references: {layout} (auto)")
-    assert "in 40 of 40 references" in lines[0]
+    # The recognised layout first, then how its references are read.
+    assert lines[0].startswith("layout: ")
+    assert lines[1].startswith(f"references: {layout} (auto)")
+    assert "in 40 of 40 references" in lines[1]
     manifest = RolloutStore(tmp_path / "a").read_manifest()
     assert manifest["reference_extract"]["mode"] == layout
     assert manifest["reference_check"]["bad"] == 0
