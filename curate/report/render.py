@@ -255,7 +255,7 @@ def share_text(value: float, interval: dict[str, float] | None) -> str:
     return f"{value:.1%} (95%: {interval['low']:.1%}-{interval['high']:.1%})"
 
 
-def multiplier_lines(m: ComputeMultiplier, high_variance_fraction: float) -> tuple[str, list[str]]:
+def multiplier_lines(m: ComputeMultiplier) -> tuple[str, list[str]]:
     """The compute multiplier as a headline and short detail lines (each well under 80
     columns, so no renderer wraps one mid-phrase): the recommendation, what it buys and
     what the next step would add. One recommendation: the variance-plot rule of thumb
@@ -396,7 +396,7 @@ def render_markdown(
         ]
         lines += ["| " + " | ".join(row) + " |" for row in length_rows(lengths)]
         lines += [""] + [f"- {line}" for line in length_lines(lengths)]
-    head, detail = multiplier_lines(s.compute_multiplier, s.high_variance_fraction)
+    head, detail = multiplier_lines(s.compute_multiplier)
     lines += ["", f"**Compute multiplier:** {head}", ""] + [f"- {line}" for line in detail]
     if note := rule_of_thumb_note(s.compute_multiplier, s.high_variance_fraction):
         lines += ["", f"_For reference: {note}._"]
@@ -507,7 +507,7 @@ def render_table(
         for line in length_lines(lengths):
             console.print(line, highlight=False)
 
-    head, detail = multiplier_lines(s.compute_multiplier, s.high_variance_fraction)
+    head, detail = multiplier_lines(s.compute_multiplier)
     console.print(f"[bold]compute multiplier[/bold]: {head}", highlight=False)
     for line in detail:
         console.print(f"  {line}", highlight=False)

@@ -86,7 +86,7 @@ def test_multiplier_lines_in_every_case() -> None:
             next_group_size=8 * (m + 1),
             next_gain=gain,
         )
-        head, detail = multiplier_lines(cm, hv)
+        head, detail = multiplier_lines(cm)
         out = [f"compute multiplier: {head}", *(f"  {line}" for line in detail)]
         assert all(len(line) <= 78 for line in out), out
         assert not any("seed" in line or "rule of thumb" in line for line in out)
