@@ -43,6 +43,7 @@ from curate.backends.openai_probe import (
     Redo,
     refused_alone,
 )
+from curate.backends.prefill import PrefillItem, PrefillResult, server_reference_logprobs
 from curate.core.seeds import derive_seed
 from curate.errors import RunError
 from curate.remote import (
@@ -208,6 +209,18 @@ class OpenAIBackend:
 
         yield from stream_from_loop(
             main, thread_name="curate-openai", on_crash=self._crash, label="openai backend"
+        )
+
+    def reference_logprobs(self, items: Sequence[PrefillItem], mode: Mode) -> list[PrefillResult]:
+        """Prefill scoring at the first endpoint (`curate.backends.prefill`), for r3."""
+        key = self._key.reveal()
+        return server_reference_logprobs(
+            self.urls[0],
+            None if key == PLACEHOLDER_KEY else key,
+            self.model,
+            items,
+            mode,
+            timeout_s=self.settings.timeout,
         )
 
     def _crash(self, exc: BaseException) -> RunError:

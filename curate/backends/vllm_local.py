@@ -31,6 +31,7 @@ from curate.backends.base import (
     Mode,
     SamplingConfig,
 )
+from curate.backends.prefill import PrefillItem, PrefillResult, vllm_reference_logprobs
 from curate.backends.vllm_options import VllmOptions, engine_dtype, local_config
 from curate.errors import RunError, UsageError, one_line
 
@@ -255,6 +256,10 @@ class VLLMBackend:
             if running:
                 with contextlib.suppress(Exception):
                     engine.abort_request([i for _, _, i in running.values()], internal=True)
+
+    def reference_logprobs(self, items: Sequence[PrefillItem], mode: Mode) -> list[PrefillResult]:
+        """Prefill scoring (`curate.backends.prefill`), for `--grader r3`."""
+        return vllm_reference_logprobs(self._llm, items, mode)
 
     def _generations(self, req: GenerationRequest, out: Any, seconds: float) -> list[Generation]:
         """One finished request's generations, in the engine's completion order."""

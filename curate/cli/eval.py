@@ -624,6 +624,10 @@ def eval_cmd(
     )
     for line in error_summary(r.error_messages):
         print(line)
+    if r.prefills:
+        from curate.engine.r3 import prefill_line
+
+        print(prefill_line(r.prefills, r.prefill_tokens, r.prefill_seconds))
     if outcome.judge_usage is not None:
         print(usage_line(r.prompt_tokens, r.completion_tokens, outcome.judge_usage))
     if isinstance(r, AdaptiveResult):

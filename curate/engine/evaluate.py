@@ -265,6 +265,7 @@ def evaluate(
     policy = adaptive_policy(opts)
     check_shard_options(opts)
     deepen = deepen_options(opts)
+    check_group_grader(opts)
     options = opts.backend_options()  # an unknown backend or bad option: before any work
     pf = preflight(opts)
     try:
@@ -529,6 +530,19 @@ def _stored_count(store: RolloutStore) -> int:
         return store.rollouts(["sample_id", "run_idx"]).height if store.shard_paths() else 0
     except Exception:
         return 0
+
+
+def check_group_grader(opts: EvalOptions) -> None:
+    """`--grader r3` grades each sample's group at once (curate/engine/r3.py): runs that
+    add rollouts to groups already graded are refused."""
+    if grader_kind(opts.grader) != "r3":
+        return
+    for given, flag in ((opts.adaptive, "--adaptive"), (opts.deepen is not None, "--deepen")):
+        if given:
+            raise UsageError(
+                f"--grader r3 grades each sample's rollouts as one group; {flag} adds "
+                "rollouts to groups already graded: run a fixed number of rollouts (-n)"
+            )
 
 
 def check_shard_options(opts: EvalOptions) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -37,10 +37,12 @@ from curate.core.seeds import derive_seed
 from curate.core.settled import SETTLED_COLUMN, settled_error_expr
 from curate.data.sanity import ANSWER_GRADERS, FormWatch, index_column
 from curate.engine.progress import NullProgress, OutcomeTally, Progress
+from curate.engine.r3 import R3Stage, r3_stage
 from curate.engine.spec import DEFAULT_CHUNK_SIZE, Evaluation, evaluation_of
 from curate.errors import CurateError, RunError, one_line
 from curate.graders import Grader
 from curate.graders.base import SampleContext, grade, needs_context, sees_reasoning
+from curate.graders.r3 import is_group_prefill
 from curate.store.run_dir import RolloutStore
 
 if TYPE_CHECKING:
@@ -84,6 +86,11 @@ class EvalResult:
     # The policy model's tokens for this call's rollouts (None counts as 0).
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # `--grader r3`'s prefills (curate/engine/r3.py): sequences scored, their tokens and
+    # seconds (inside `seconds`).
+    prefills: int = 0
+    prefill_tokens: int = 0
+    prefill_seconds: float = 0.0
 
 
 @dataclass
@@ -235,6 +242,7 @@ def grade_generations(
     contexts: Mapping[str, SampleContext] | None = None,
     truncation: str = DEFAULT_TRUNCATION,
     unusable: Collection[str] = frozenset(),
+    group: Callable[[list[Rollout]], None] | None = None,
 ) -> dict[str, list[Any]]:
     """Rollout rows (column -> values) for a chunk; failed generations become error rows.
 
@@ -246,7 +254,9 @@ def grade_generations(
     `curate.graders.base.grade`. Each error row says whether it recurs on a re-run
     (`curate.core.settled`): the backend's word for a failed generation; settled for a
     rollout cut short under the `error` policy and for a grader error on a sample in
-    `unusable` (its reference failed the pre-run check); retryable otherwise."""
+    `unusable` (its reference failed the pre-run check); retryable otherwise. `group`,
+    when given, grades the rollouts in place of `grader` (a grade that reads the
+    rollout's siblings: `curate.engine.r3`)."""
     if truncation not in TRUNCATION_POLICIES:
         raise ValueError(f"unknown truncation policy {truncation!r}")
     whole_text = sees_reasoning(grader)
@@ -298,7 +308,12 @@ def grade_generations(
                 record.score = 0.0  # reasoning that never ended gave no answer: wrong
             else:
                 to_grade.append((len(records) - 1, split.answer))
-    if to_grade:
+    if to_grade and group is not None:
+        group([records[i] for i, _ in to_grade])
+        for i, _ in to_grade:
+            if records[i].error is not None:
+                records[i].settled = records[i].sample_id in unusable
+    elif to_grade:
         # Graders are pure functions of (completion, reference): grade each distinct
         # pair once. Short answers repeat a lot across a sample's rollouts.
         pairs = [(text, records[i].sample_id) for i, text in to_grade]
@@ -443,6 +458,7 @@ def run_eval(
 
     # The trainer rewards read each sample's row: the one the run directory stores.
     contexts = sample_contexts(store.read_samples(), prompts) if needs_context(ev.grader) else None
+    stage = _group_stage(store, ev, done)
     watch = GradingWatch(getattr(ev.grader, "name", type(ev.grader).__name__))
     forms = form_watch(ev.grader, ev.references, store)
     chunk_requests = 0  # requests seen towards the first full chunk (streaming flushes)
@@ -459,6 +475,7 @@ def run_eval(
             contexts,
             ev.truncation,
             ev.unusable_references,
+            stage.grade if stage is not None else None,
         )
         frame = pl.DataFrame(cols, schema_overrides={"run_idx": pl.Int32})
         store.append(frame)
@@ -535,4 +552,25 @@ def run_eval(
     finally:
         progress.finish()
         result.seconds = time.perf_counter() - start
+        if stage is not None:
+            result.prefills = stage.prefilled
+            result.prefill_tokens = stage.prefill_tokens
+            result.prefill_seconds = stage.prefill_seconds
     return result
+
+
+def _group_stage(store: RolloutStore, ev: Evaluation, done: set[tuple[str, int]]) -> R3Stage | None:
+    """The stage that grades a group at once, for a grader that needs one (r3)."""
+    if not is_group_prefill(ev.grader):
+        return None
+    return r3_stage(
+        store.run_dir,
+        ev.backend,
+        ev.grader,  # type: ignore[arg-type]
+        ev.prompts,
+        ev.references,
+        ev.mode,
+        ev.runs,
+        done,
+        GRADER_ERROR_PREFIX,
+    )

@@ -16,6 +16,8 @@ Specs (the part before the first ``:`` is case-insensitive; the rest is kept ver
   and ``packages=NAME,NAME`` or ``packages=site`` (the third-party packages the program
   may import; by default none) (run the completion's program against the sample's tests
   in a sandbox; `curate.graders.code`)
+* ``r3``, ``r3:tau=X`` (DRO's reasoning reflection reward: the policy model's certainty
+  of the reference after each rollout's reasoning, graded per group; `curate.graders.r3`)
 * ``reward-model`` (a sequence-classification reward model behind an HTTP server; its
   URL comes with ``reward_model=RewardModelConfig(...)``)
 
@@ -60,6 +62,8 @@ GRADER_NAMES: tuple[str, ...] = (
     "code",
     "code:score=fraction",
     "reward-model",
+    "r3",
+    "r3:tau=X",
 )
 
 # Other packages add grader kinds through the ``curate.graders`` entry-point group: the
@@ -130,11 +134,18 @@ GRADERS.add(
     install_hint="pip install 'curate[openai]'",
 )
 
+GRADERS.add(
+    "r3",
+    "curate.graders.r3:r3_grader",
+    help="no verifier: the model's certainty of the reference after each rollout's reasoning",
+)
+
 # The kinds that call a reward function whose scale the user may declare.
 RANGED_KINDS = frozenset({"python", "verl", "trl", "reward-model"})
 # The kinds that read the data as stored (no answer extraction): reward functions, and
-# the code grader, whose "reference" is the sample's tests.
-AS_STORED_KINDS = RANGED_KINDS | {"code"}
+# the code grader, whose "reference" is the sample's tests, and r3, which scores the
+# reference text as the data holds it.
+AS_STORED_KINDS = RANGED_KINDS | {"code", "r3"}
 
 
 def grader_kind(spec: str | None) -> str:
