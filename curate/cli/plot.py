@@ -18,11 +18,18 @@ class PlotKind(str, Enum):
     histogram = "histogram"
     gate = "gate"
     length = "length"
+    reflective = "reflective"
 
 
 @handle_errors
 def plot(
     run: RunArg,
+    sample: Annotated[
+        str | None,
+        typer.Argument(
+            help="The sample --kind reflective draws (a --grader r3 run).", show_default=False
+        ),
+    ] = None,
     output: Annotated[
         Path | None,
         typer.Option("--output", "-o", help="Output file: .png, .svg or .pdf.", show_default=False),
@@ -31,8 +38,16 @@ def plot(
     threshold: ThresholdOpt = 0.01,
     group_size: GroupSizeOpt = 8,
 ) -> None:
-    """Draw the variance plot, a pass-rate histogram, mixed-group odds against G, or lengths."""
+    """Draw the variance plot, a pass-rate histogram, mixed-group odds against G, lengths,
+    or an r3 run's reflective tokens of one SAMPLE."""
     from curate.plots.run import plot_run
 
-    path = plot_run(run, kind=kind.value, output=output, threshold=threshold, group_size=group_size)
+    path = plot_run(
+        run,
+        kind=kind.value,
+        output=output,
+        threshold=threshold,
+        group_size=group_size,
+        sample=sample,
+    )
     print(f"wrote {path}")

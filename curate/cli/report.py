@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from enum import Enum
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -36,6 +37,7 @@ class ReportShow(str, Enum):
     """What `--show` lists instead of the summary."""
 
     suspects = "suspects"
+    reflective = "reflective"
 
 
 @handle_errors
@@ -129,13 +131,18 @@ def report(
         typer.Option(
             "--show",
             help="List instead of summarising: suspects (samples whose rollouts agree on an "
-            "answer graded wrong; a likely wrong reference).",
+            "answer graded wrong; a likely wrong reference); reflective (a --grader r3 "
+            "run's reference tokens whose certainty varies most across rollouts).",
             show_default=False,
         ),
     ] = None,
 ) -> None:
     """Summarise pass rates, variance, pass@k and mixed-group odds; exit 1 if a gate fails."""
     from curate.report.build import build_report
+
+    if show is ReportShow.reflective:
+        show_reflective(run, format)
+        return
 
     built = build_report(
         run,
@@ -187,6 +194,21 @@ def show_suspects(check: SuspectCheck, format: ReportFormat, name: str) -> None:
         write_stdout(render.render_suspects_markdown(check, source=name))
     else:
         render.render_suspects_table(check, stdout_console(), source=name)
+
+
+def show_reflective(run: Path, format: ReportFormat) -> None:
+    """`--show reflective`: each sample's reference tokens of highest certainty spread."""
+    from curate.analysis.reflective import DEFAULT_TOP, load_reflective
+    from curate.report import reflective as render
+
+    samples = load_reflective(run)
+    name = str(run)
+    if format is ReportFormat.json:
+        write_stdout(render.render_reflective_json(samples, DEFAULT_TOP, source=name))
+    elif format is ReportFormat.markdown:
+        write_stdout(render.render_reflective_markdown(samples, DEFAULT_TOP, source=name))
+    else:
+        render.render_reflective_table(samples, DEFAULT_TOP, stdout_console(), source=name)
 
 
 def append_step_summary(text: str) -> None:

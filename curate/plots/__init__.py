@@ -14,7 +14,7 @@ from curate.plots.run import default_plot_path, plot_run
 from curate.plots.save import save_figure
 from curate.plots.variance import variance_figure
 
-PLOT_KINDS: tuple[str, ...] = ("variance", "histogram", "gate", "length")
+PLOT_KINDS: tuple[str, ...] = ("variance", "histogram", "gate", "length", "reflective")
 
 __all__ = [
     "PLOT_KINDS",

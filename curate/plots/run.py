@@ -33,11 +33,13 @@ def plot_run(
     output: str | os.PathLike[str] | None = None,
     threshold: float = DEFAULT_THRESHOLD,
     group_size: int = DEFAULT_GROUP_SIZE,
+    sample: str | None = None,
 ) -> Path:
     """Draw the variance-plot method's plot, the pass-rate histogram (mean score with
     partial credit) or the gate curve
     (`kind`: one of `PLOT_KINDS`) of `run` into `output` (.png, .svg or .pdf; default
-    `default_plot_path`), and return the path written."""
+    `default_plot_path`), and return the path written. `sample` is the sample the
+    `reflective` kind draws (a --grader r3 run's reference tokens), for that kind only."""
     from curate.analysis import load_analysis
     from curate.plots import PLOT_KINDS, gate_figure, histogram_figure, save_figure, variance_figure
     from curate.stats.dataset import gate_curve
@@ -45,7 +47,17 @@ def plot_run(
     if kind not in PLOT_KINDS:
         raise UsageError(f"unknown plot kind '{kind}' (choose from {', '.join(PLOT_KINDS)})")
     run = Path(run)
+    if (sample is not None) != (kind == "reflective"):
+        raise UsageError("a SAMPLE goes with --kind reflective, and only with it")
     target = Path(output) if output is not None else default_plot_path(run, kind)
+    if kind == "reflective":
+        assert sample is not None
+        fig = _reflective_plot(run, sample)
+        if output is None:
+            safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in sample)
+            target = run / "plots" / f"reflective-{safe}.png"
+            target.parent.mkdir(exist_ok=True)
+        return save_figure(fig, target)
     if kind == "length":
         fig = _length_plot(run)
         if output is None and run.is_dir():
@@ -83,6 +95,18 @@ def plot_run(
         # Only now: bad input must not leave a new plots/ directory behind.
         target.parent.mkdir(exist_ok=True)
     return save_figure(fig, target)
+
+
+def _reflective_plot(run: Path, sample: str) -> Figure:
+    """`sample`'s reference tokens shaded by spread, from the run's stored certainties."""
+    from curate.analysis.reflective import load_reflective
+    from curate.plots.reflective import reflective_figure
+
+    samples = load_reflective(run)
+    if sample not in samples:
+        held = f"; it holds {len(samples)} samples, e.g. {next(iter(samples))!r}" if samples else ""
+        raise UsageError(f"{run}: no reference certainties for sample {sample!r}{held}")
+    return reflective_figure(samples[sample], title=f"reflective tokens: {run.name} / {sample}")
 
 
 def _length_plot(run: Path) -> Figure:
