@@ -38,6 +38,11 @@ class ReflectiveTokens:
         return order[: max(0, k)]
 
 
+def shown_token(token: str) -> str:
+    """A token as text on one line: whitespace and control characters escaped."""
+    return json.dumps(token, ensure_ascii=False)[1:-1]
+
+
 def run_tau(run: Path) -> float:
     """The temperature the run was graded with (its manifest's grader spec)."""
     try:

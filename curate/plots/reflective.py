@@ -23,7 +23,7 @@ MAX_SPREAD = 0.5
 def cell_text(token: str) -> str:
     """A token as a cell shows it: whitespace and control characters escaped, cut to
     CELL_CHARS (drawn with math text off, so "$" is a dollar)."""
-    from curate.report.reflective import shown_token
+    from curate.analysis.reflective import shown_token
 
     text = shown_token(token)
     return text if len(text) <= CELL_CHARS else text[: CELL_CHARS - 1] + "\u2026"

@@ -16,17 +16,13 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from curate.analysis.reflective import shown_token
 from curate.report.render import _clean, _md_cell
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from curate.analysis.reflective import ReflectiveTokens
-
-
-def shown_token(token: str) -> str:
-    """A token as text on one line: whitespace and control characters escaped."""
-    return json.dumps(token, ensure_ascii=False)[1:-1]
 
 
 def reflective_dict(
