@@ -192,6 +192,25 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         server.stop()
 
 
+TINY_THINK = ROOT / "sample_data" / "tiny-think"
+
+
+@pytest.fixture(scope="session")
+def tiny_think_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A vLLM server on the bundled reasoning model with its whole context (512), no key
+    and no reasoning parser (curate splits at </think>), for the whole session."""
+    pytest.importorskip("vllm")
+    from tests.backends.fault_proxy import VLLMServer
+
+    log = tmp_path_factory.mktemp("think-vllm") / "server.log"
+    server = VLLMServer(str(TINY_THINK), max_model_len=512, log_path=log)
+    server.start(timeout=300)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 # -- the device ---------------------------------------------------------------------
 # The same checkout is tested on the CPU build of vLLM (`make setup`) and on the CUDA
 # build (`make setup EXTRA=gpu`): tests compare what the engine reports with the build

@@ -121,11 +121,15 @@ def vllm_reference_logprobs(
             batch.append((index, ids, len(target)))
     if batch:
         params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0)
+        # Called between generation chunks, never while the engine streams (it would
+        # return other requests' outputs too): curate/engine/runner.py sees to it.
         outputs = llm.generate(
             [TokensPrompt(prompt_token_ids=ids) for _, ids, _ in batch],
             sampling_params=params,
             use_tqdm=False,
         )
+        if len(outputs) != len(batch):
+            raise RunError(f"prefill: {len(batch)} sequences sent, {len(outputs)} outputs back")
         for (index, ids, width), out in zip(batch, outputs, strict=True):
             results[index] = _read_offline(ids, width, out.prompt_logprobs, tokenizer)
     return [r if r is not None else PrefillResult(error="prefill: no result") for r in results]

@@ -354,14 +354,17 @@ def _generate(
     sampling: SamplingConfig,
     mode: Mode,
     chunk_size: int,
+    *,
+    stream: bool = True,
 ) -> Iterator[tuple[Sequence[GenerationRequest], Sequence[Sequence[Generation]]]]:
     """Batches of (requests, their generations), ready to grade and store.
 
     A batch backend is called once per chunk. A streaming backend is consumed as
     results arrive and flushed every FLUSH_SECONDS (or chunk_size requests), so a
-    killed run loses at most what was in flight.
+    killed run loses at most what was in flight. `stream=False` takes the batch path
+    whatever the backend.
     """
-    if isinstance(backend, StreamingBackend):
+    if stream and isinstance(backend, StreamingBackend):
         done_reqs: list[GenerationRequest] = []
         done_gens: list[list[Generation]] = []
         last = time.monotonic()
@@ -526,9 +529,17 @@ def run_eval(
                     reason += f" ({left} rollouts generated after them were not graded)"
                 raise RunError(reason)
 
-    batches = _generate(ev.backend, requests, ev.sampling, ev.mode, ev.chunk_size)
+    # A group grade prefills on the model that generates: never while the engine is
+    # still generating (a streaming engine would hand the prefill its requests'
+    # outputs), so such runs generate chunk by chunk and grade in between.
+    batches = _generate(
+        ev.backend, requests, ev.sampling, ev.mode, ev.chunk_size, stream=stage is None
+    )
     try:
-        if isinstance(ev.backend, StreamingBackend):
+        if stage is not None:
+            for chunk, generations in batches:
+                store_chunk(chunk, generations)
+        elif isinstance(ev.backend, StreamingBackend):
             # Results already arrive on the backend's own thread: store them in order.
             for chunk, generations in batches:
                 store_chunk(chunk, generations)
