@@ -36,6 +36,7 @@ from curate.graders.judge import (
     judge_usage_of,
 )
 from curate.graders.references import extract_mode_of_manifest, extract_references
+from curate.graders.registry import grader_kind
 from curate.store.run_dir import RolloutStore
 
 if TYPE_CHECKING:
@@ -125,6 +126,12 @@ def _source(opts: RegradeOptions) -> tuple[RolloutStore, dict[str, Any], pl.Data
 def regrade(opts: RegradeOptions, *, say: Any = None) -> RegradeResult:
     """Grade the source run's completions with `opts.grader` into `opts.out`."""
     started = time.perf_counter()
+    if grader_kind(opts.grader) == "r3":
+        # R3 prefills on the model that generated the rollouts: curate grade has none.
+        raise UsageError(
+            "--grader r3 reads the policy model's own log-probabilities, which curate grade "
+            "does not load: grade with r3 in curate eval"
+        )
     store, manifest, samples = _source(opts)  # a bad source before a bad target
     check_target(opts)
     fields = fields_of_manifest(manifest, store.manifest_path)

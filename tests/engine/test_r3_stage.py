@@ -158,3 +158,12 @@ def test_runs_that_grow_graded_groups_are_refused(tmp_path: Path, extra: dict) -
         setattr(opts, key, value)
     with pytest.raises(UsageError, match="--grader r3 grades each sample"):
         evaluate(opts)
+
+
+def test_curate_grade_refuses_r3(tmp_path: Path) -> None:
+    from curate.engine.regrade import RegradeOptions, regrade
+
+    opts = RegradeOptions(source=tmp_path / "run", out=tmp_path / "out", grader="r3")
+    with pytest.raises(UsageError, match="grade with r3 in curate eval"):
+        regrade(opts)
+    assert not (tmp_path / "out").exists()
