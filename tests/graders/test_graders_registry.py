@@ -39,6 +39,9 @@ def test_public_api() -> None:
         "code:score=fraction",
         # Added later: a reward model served over HTTP.
         "reward-model",
+        # Added later: DRO's reasoning reflection reward (no verifier).
+        "r3",
+        "r3:tau=X",
     )
 
 
