@@ -13,6 +13,7 @@ bundled arithmetic, offline and through a loopback `vllm serve`.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -36,6 +37,7 @@ def _script() -> ModuleType:
     spec = importlib.util.spec_from_file_location("r3_auroc", ROOT / "scripts" / "r3_auroc.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 
