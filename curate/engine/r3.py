@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from curate.backends.prefill import PrefillBackend, PrefillItem, PrefillResult
 from curate.core.prompts import Mode, Prompt
 from curate.core.reasoning import THINK_CLOSE, THINK_OPEN
-from curate.errors import UsageError
+from curate.errors import RunError, UsageError
 from curate.graders.base import GradingError
 from curate.graders.r3 import ANSWER_BRIDGE, R3Grader, reference_text
 from curate.store.certainty import append_certainties, read_certainties
@@ -141,7 +141,14 @@ class R3Stage:
         target = self._target(sid)
         members = sorted(r for r in self.groups.get(sid, {}) if r < target)
         group = [self.groups[sid][r] for r in members]
-        return dict(zip(members, self.grader.scores(group), strict=True))
+        try:
+            return dict(zip(members, self.grader.scores(group), strict=True))
+        except ValueError as exc:
+            # Stored certainties from another tokenizer (a resume on another model).
+            raise RunError(
+                f"r3: sample {sid!r}: {exc}; the stored certainties in certainty/ come from "
+                "another model or tokenizer: resume with the same model, or --force-new"
+            ) from exc
 
 
 def r3_stage(

@@ -167,3 +167,17 @@ def test_curate_grade_refuses_r3(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="grade with r3 in curate eval"):
         regrade(opts)
     assert not (tmp_path / "out").exists()
+
+
+def test_stored_certainties_of_another_tokenizer_stop_the_run(tmp_path: Path) -> None:
+    """A resume whose stored certainties have another number of reference tokens."""
+    from curate.errors import RunError
+
+    store = RolloutStore(tmp_path / "run")
+    _run(store, PrefillFake(answers=ANSWERS), runs=3)
+    frame = read_certainties(store.run_dir).with_columns(
+        pl.col("tokens").list.concat(pl.lit(["x"])), pl.col("logprobs").list.concat(pl.lit([0.0]))
+    )
+    append_certainties(store.run_dir, frame)
+    with pytest.raises(RunError, match="another model or tokenizer"):
+        _run(store, PrefillFake(answers=ANSWERS), runs=6)
