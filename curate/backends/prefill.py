@@ -120,7 +120,10 @@ def vllm_reference_logprobs(
         else:
             batch.append((index, ids, len(target)))
     if batch:
-        params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0)
+        # detokenize=False: vLLM would otherwise decode every prompt position's token
+        # (most of the cost on CPU); only the reference's tokens are decoded, below, as
+        # the server decodes them.
+        params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0, detokenize=False)
         # Called between generation chunks, never while the engine streams (it would
         # return other requests' outputs too): curate/engine/runner.py sees to it.
         outputs = llm.generate(
@@ -136,14 +139,13 @@ def vllm_reference_logprobs(
 
 
 def _read_offline(ids: list[int], width: int, positions: Any, tokenizer: Any) -> PrefillResult:
+    from vllm.tokenizers.detokenizer_utils import convert_ids_list_to_tokens
+
     if positions is None or len(positions) != len(ids):
         return PrefillResult(error="prefill: the engine returned no prompt log-probabilities")
-    tokens, logprobs = [], []
-    for k in range(len(ids) - width, len(ids)):
-        entry = positions[k][ids[k]]
-        decoded = entry.decoded_token
-        tokens.append(decoded if decoded is not None else tokenizer.decode([ids[k]]))
-        logprobs.append(float(entry.logprob))
+    target = ids[len(ids) - width :]
+    logprobs = [float(positions[k][ids[k]].logprob) for k in range(len(ids) - width, len(ids))]
+    tokens = convert_ids_list_to_tokens(tokenizer, target)
     return PrefillResult(tuple(tokens), tuple(logprobs), tokens_in=len(ids))
 
 
