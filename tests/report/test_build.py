@@ -14,7 +14,7 @@ from curate.store.scores import load_scores
 
 
 def write_scores(path: Path) -> Path:
-    # 3 samples x 4 runs: always right, always wrong, 2 of 4.
+    # 3 samples x 4 rollouts: always right, always wrong, 2 of 4.
     scores = [1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 1, 0]
     pl.DataFrame(
         {
