@@ -119,7 +119,7 @@ def eval_cmd(
     backend: Annotated[
         str, typer.Option(help="vllm (local engine) or openai (an endpoint).", metavar="NAME")
     ] = "vllm",
-    runs: Annotated[
+    rollouts: Annotated[
         int, typer.Option("--rollouts", "-n", min=1, help="Rollouts per sample.", metavar="N")
     ] = 8,
     out: Annotated[
@@ -445,7 +445,7 @@ def eval_cmd(
             rich_help_panel=ADAPTIVE,
         ),
     ] = None,
-    max_runs: Annotated[
+    max_rollouts: Annotated[
         int | None,
         typer.Option(
             "--max-rollouts",
@@ -535,7 +535,7 @@ def eval_cmd(
         data=data,
         model=model,
         backend=backend,
-        runs=runs,
+        runs=rollouts,
         out=out,
         grader=grader,
         temperature=temperature,
@@ -560,7 +560,7 @@ def eval_cmd(
         ),
         adaptive=adaptive,
         round_size=round_size,
-        max_runs=max_runs,
+        max_runs=max_rollouts,
         budget=budget,
         balanced=balanced,
         deepen=deepen,

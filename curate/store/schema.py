@@ -60,7 +60,10 @@ def scan_rollout_file(path: Path) -> pl.LazyFrame:
     import polars as pl
 
     lf = pl.scan_parquet(path)
-    renames = current_names(list(pl.read_parquet_schema(path)))
+    try:
+        renames = current_names(list(pl.read_parquet_schema(path)))
+    except (pl.exceptions.PolarsError, OSError):
+        return lf  # unreadable: the scan fails when collected, where the caller names the file
     return lf.rename(renames) if renames else lf
 
 
