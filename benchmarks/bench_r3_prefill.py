@@ -7,7 +7,7 @@ each, the path `--grader r3` takes; identical reasoning is not merged here, so t
 worst case). Each side is timed `--repeat` times, alternating, and the medians compared:
 the figure is prefill seconds per rollout over generation seconds per rollout.
 
-    python benchmarks/bench_r3_prefill.py [--limit 64] [--runs 8] [--repeat 3]
+    python benchmarks/bench_r3_prefill.py [--limit 64] [--rollouts 8] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def main() -> int:
     parser.add_argument("--model", default=str(ROOT / "sample_data" / "tiny-think"))
     parser.add_argument("--data", default=str(ROOT / "sample_data" / "arithmetic.jsonl"))
     parser.add_argument("--limit", type=int, default=64)
-    parser.add_argument("--runs", type=int, default=8)
+    parser.add_argument("--rollouts", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=96)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
@@ -36,7 +36,7 @@ def main() -> int:
     from curate.core.reasoning import split_reasoning
     from curate.core.seeds import derive_seed
     from curate.data.samples import build_prompts, load_samples, references_by_id
-    from curate.engine.r3 import reasoning_context
+    from curate.evaluation.r3 import reasoning_context
 
     frame, fields = load_samples(Path(args.data), limit=args.limit)
     ids = frame["sample_id"].to_list()
@@ -44,9 +44,10 @@ def main() -> int:
     references = references_by_id(frame, fields)
     sampling = SamplingConfig(temperature=1.0, top_p=1.0, max_tokens=args.max_tokens)
     requests = [
-        GenerationRequest(sid, prompts[sid], args.runs, 0, derive_seed(0, sid, 0)) for sid in ids
+        GenerationRequest(sid, prompts[sid], args.rollouts, 0, derive_seed(0, sid, 0))
+        for sid in ids
     ]
-    rollouts = len(ids) * args.runs
+    rollouts = len(ids) * args.rollouts
     with open_vllm(args.model, kv_cache_memory_gb=0.5) as backend:
         generated = backend.generate(requests, sampling, "chat")
         items = []
@@ -73,7 +74,7 @@ def main() -> int:
             for fn in order:
                 (gen_t if fn is generate else pre_t).append(fn())
     gen_s, pre_s = statistics.median(gen_t), statistics.median(pre_t)
-    print(f"workload: {len(ids)} prompts x {args.runs} rollouts = {rollouts}, {args.model}")
+    print(f"workload: {len(ids)} prompts x {args.rollouts} rollouts = {rollouts}, {args.model}")
     print(f"generation: {gen_s:.3f} s ({1e3 * gen_s / rollouts:.2f} ms per rollout)")
     print(
         f"r3 prefill: {pre_s:.3f} s ({1e3 * pre_s / rollouts:.2f} ms per rollout, "

@@ -17,7 +17,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from curate.engine.evaluate import EvalOptions, evaluate
+from curate.evaluation.evaluate import EvalOptions, evaluate
 from curate.graders import get_grader
 from curate.store.certainty import read_certainties
 from curate.store.run_dir import RolloutStore
@@ -57,8 +57,8 @@ def separation(run: Path) -> Separation:
 
     store = RolloutStore(run)
     rollouts = store.rollouts().filter(pl.col("error").is_null())
-    certain = read_certainties(run).select("sample_id", "run_idx")
-    scored = rollouts.join(certain, on=["sample_id", "run_idx"], how="inner")
+    certain = read_certainties(run).select("sample_id", "rollout_idx")
+    scored = rollouts.join(certain, on=["sample_id", "rollout_idx"], how="inner")
     samples = store.read_samples()
     field = json.loads(store.manifest_path.read_text(encoding="utf-8"))["answer_field"]
     if samples is None:

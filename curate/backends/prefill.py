@@ -125,7 +125,7 @@ def vllm_reference_logprobs(
         # the server decodes them.
         params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0, detokenize=False)
         # Called between generation chunks, never while the engine streams (it would
-        # return other requests' outputs too): curate/engine/runner.py sees to it.
+        # return other requests' outputs too): curate/evaluation/runner.py sees to it.
         outputs = llm.generate(
             [TokensPrompt(prompt_token_ids=ids) for _, ids, _ in batch],
             sampling_params=params,

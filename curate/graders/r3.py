@@ -23,7 +23,7 @@ or identical reasoning) has uniform weights, and equal scores. `score` is a mono
 
 This module holds the arithmetic and the grader object the registry builds; the prefill is
 the backend's (`curate.backends.prefill`) and the group flow the engine's
-(`curate.engine.r3`). The grader's own `grade_batch` cannot grade (it has no model): an
+(`curate.evaluation.r3`). The grader's own `grade_batch` cannot grade (it has no model): an
 error row saying so, for `curate grade` and other callers outside `curate eval`.
 """
 
@@ -128,7 +128,7 @@ class R3Grader:
     """The `r3` grader: its settings, and what the reference check asks of it.
 
     The engine sees `group_prefill` and grades a sample's rollouts together
-    (`curate.engine.r3`); `grade_batch` alone has no model and returns error rows.
+    (`curate.evaluation.r3`); `grade_batch` alone has no model and returns error rows.
     """
 
     group_prefill = True

@@ -1,6 +1,6 @@
 """The reference certainties of a `--grader r3` run: RUN/certainty/part-*.parquet.
 
-One row per scored rollout (sample_id, run_idx): the reference's tokens as text and the
+One row per scored rollout (sample_id, rollout_idx): the reference's tokens as text and the
 log-probability the model gave each after that rollout's reasoning (`curate.graders.r3`),
 and the length of the prefilled sequence. The rollout store keeps the R3 score; this file
 keeps what it was computed from, so that a resume prefills only rollouts not here and
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import polars as pl
 
 CERTAINTY_DIR = "certainty"
-COLUMNS = ("sample_id", "run_idx", "tokens", "logprobs", "tokens_in")
+COLUMNS = ("sample_id", "rollout_idx", "tokens", "logprobs", "tokens_in")
 _counter = itertools.count()
 
 
@@ -32,7 +32,7 @@ def certainty_schema() -> dict[str, pl.DataType]:
 
     return {
         "sample_id": pl.String(),
-        "run_idx": pl.Int32(),
+        "rollout_idx": pl.Int32(),
         "tokens": pl.List(pl.String()),
         "logprobs": pl.List(pl.Float64()),
         "tokens_in": pl.Int64(),
@@ -66,7 +66,7 @@ def append_certainties(run_dir: str | os.PathLike[str], frame: pl.DataFrame) -> 
 
 
 def read_certainties(run_dir: str | os.PathLike[str]) -> pl.DataFrame:
-    """Every stored certainty row, one per (sample_id, run_idx) (the last written wins),
+    """Every stored certainty row, one per (sample_id, rollout_idx) (the last written wins),
     sorted; an empty frame when there are none. InputError naming an unreadable shard."""
     import polars as pl
 
@@ -85,6 +85,6 @@ def read_certainties(run_dir: str | os.PathLike[str]) -> pl.DataFrame:
             ) from exc
     return (
         pl.concat(frames, how="vertical")
-        .unique(subset=["sample_id", "run_idx"], keep="last", maintain_order=True)
-        .sort("sample_id", "run_idx")
+        .unique(subset=["sample_id", "rollout_idx"], keep="last", maintain_order=True)
+        .sort("sample_id", "rollout_idx")
     )

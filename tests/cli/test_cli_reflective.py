@@ -26,7 +26,7 @@ def make_run(path: Path, grader: str = "r3") -> Path:
         pl.DataFrame(
             {
                 "sample_id": ["a"] * 4,
-                "run_idx": list(range(4)),
+                "rollout_idx": list(range(4)),
                 "tokens": [TOKENS] * 4,
                 "logprobs": rows,
                 "tokens_in": [20] * 4,
