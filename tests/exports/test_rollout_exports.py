@@ -168,3 +168,20 @@ def test_a_score_table_is_not_enough(tmp_path: Path) -> None:
     table.write_text(json.dumps({"sample_id": "a", "score": 1.0}) + "\n")
     with pytest.raises(InputError, match="not a run directory"):
         load_pools(table)
+
+
+def test_a_write_that_fails_midway_leaves_nothing(
+    run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from curate.exports.rollouts import run as run_module
+
+    def half_then_fail(rows: list[dict[str, Any]], path: Path) -> None:
+        path.write_text(json.dumps(rows[0]) + "\n")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(run_module, "write_jsonl_lines", half_then_fail)
+    out = tmp_path / "out" / "sft.jsonl"
+    out.parent.mkdir()
+    with pytest.raises(OSError, match="disk full"):
+        export_rollouts(RolloutExportRequest(run, out, "sft"))
+    assert list(out.parent.iterdir()) == []
