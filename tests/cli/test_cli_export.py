@@ -132,6 +132,8 @@ def test_a_real_run_exports_and_loads_with_trl(
             for row in rows:
                 assert sum(r == 1.0 for r in row["rewards"]) in range(1, 4)
                 assert sum(row["advantages"]) == pytest.approx(0.0, abs=1e-9)
+        if kind in ("sft", "dpo") and suffix == ".jsonl":
+            assert _one_training_step(kind, rows, tmp_path) > 0.0
     if kind != "sft":
         return
     standard = tmp_path / "sft_standard.parquet"
@@ -144,3 +146,36 @@ def test_a_real_run_exports_and_loads_with_trl(
         add_generation_prompt=True,
     )
     assert not trl_data.is_conversational(row)
+
+
+def _one_training_step(kind: str, rows: Any, tmp_path: Path) -> float:
+    """One optimiser step of TRL's own trainer (SFTTrainer or DPOTrainer) on the bundled
+    model with the exported rows: its loss (the trainer read and tokenised every row)."""
+    trl = pytest.importorskip("trl")
+    transformers = pytest.importorskip("transformers")
+    model = transformers.AutoModelForCausalLM.from_pretrained(str(TINY_MODEL))
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(TINY_MODEL))
+    common: dict[str, Any] = {
+        "output_dir": str(tmp_path / f"{kind}-trainer"),
+        "max_steps": 1,
+        "per_device_train_batch_size": 2,
+        "report_to": [],
+        "use_cpu": True,
+        "save_strategy": "no",
+        "disable_tqdm": True,
+    }
+    if kind == "sft":
+        trainer = trl.SFTTrainer(
+            model=model,
+            train_dataset=rows,
+            processing_class=tokenizer,
+            args=trl.SFTConfig(**common),
+        )
+    else:
+        trainer = trl.DPOTrainer(
+            model=model,
+            train_dataset=rows,
+            processing_class=tokenizer,
+            args=trl.DPOConfig(**common),
+        )
+    return float(trainer.train().training_loss)

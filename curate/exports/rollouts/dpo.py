@@ -17,12 +17,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from curate.exports.rollouts.pool import Pool, Rollout, Style
+from curate.exports.rollouts.pool import Pool, ScoredRollout, Style
 from curate.exports.rollouts.sft import distinct
 from curate.exports.rollouts.shared import rng_for
 
 
-def pairs(pool: Pool, per_prompt: int | None, seed: int) -> list[tuple[Rollout, Rollout]]:
+def pairs(
+    pool: Pool, per_prompt: int | None, seed: int
+) -> list[tuple[ScoredRollout, ScoredRollout]]:
     """(chosen, rejected) pairs of one prompt."""
     rng = rng_for(seed, "dpo", pool.sample_id)
     right = distinct([r for r in pool.rollouts if r.passed and r.usable])

@@ -46,7 +46,7 @@ _COLUMNS = [
 
 
 @dataclass(frozen=True)
-class Rollout:
+class ScoredRollout:
     """One scored rollout of a pool."""
 
     run_idx: int
@@ -60,8 +60,9 @@ class Rollout:
 
     @property
     def usable(self) -> bool:
-        """May be a training target (SFT completion, chosen or rejected response)."""
-        return not self.truncated
+        """May be a training target (SFT completion, chosen or rejected response): not
+        cut short, and not empty."""
+        return not self.truncated and bool(self.text.strip())
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class Pool:
     sample_id: str
     prompt: Any
     """Messages ({role, content} list) for the conversational style, text for standard."""
-    rollouts: list[Rollout]
+    rollouts: list[ScoredRollout]
     smoothed_pass_rate: float | None
 
     @property
@@ -151,13 +152,13 @@ def load_pools(
             pl.col("sample_id").cast(pl.String), "smoothed_pass_rate"
         ).iter_rows()
     )
-    grouped: dict[str, list[Rollout]] = {}
+    grouped: dict[str, list[ScoredRollout]] = {}
     for row in frame.sort("sample_id", "run_idx").iter_rows(named=True):
         text = completion_text(
             row["completion"], row["reasoning"], row["reasoning_closed"], reasoning
         )
         grouped.setdefault(str(row["sample_id"]), []).append(
-            Rollout(
+            ScoredRollout(
                 run_idx=int(row["run_idx"]),
                 score=float(row["score"]),
                 text=text,

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from curate.exports.rollouts.pool import Pool, Rollout, Style
+from curate.exports.rollouts.pool import Pool, ScoredRollout, Style
 from curate.exports.rollouts.shared import draw, rng_for
 
 
-def distinct(rollouts: list[Rollout]) -> list[Rollout]:
+def distinct(rollouts: list[ScoredRollout]) -> list[ScoredRollout]:
     """The first rollout of each distinct text (whitespace at the ends ignored)."""
     seen: set[str] = set()
     out = []
@@ -32,7 +32,7 @@ def distinct(rollouts: list[Rollout]) -> list[Rollout]:
     return out
 
 
-def targets(pool: Pool, per_prompt: int | None, seed: int) -> list[Rollout]:
+def targets(pool: Pool, per_prompt: int | None, seed: int) -> list[ScoredRollout]:
     """The SFT targets of one prompt, in run_idx order."""
     right = distinct([r for r in pool.rollouts if r.passed and r.usable])
     return draw(right, per_prompt, rng_for(seed, "sft", pool.sample_id))
