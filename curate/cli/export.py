@@ -11,10 +11,10 @@ from typing import Annotated
 import typer
 
 from curate.cli.errors import handle_errors
+from curate.core.seeds import DEFAULT_SEED
+from curate.stats.balanced import DEFAULT_BALANCED_SIZE, DEFAULT_OBJECTIVE
+from curate.stats.weights import DEFAULT_DELTA
 
-# Not imported from the library: it would load polars for --help.
-DEFAULT_DELTA = 0.05
-DEFAULT_BALANCED_SIZE = 8
 GROUPS = "Groups (--as groups, balanced)"
 
 
@@ -40,6 +40,9 @@ class Objective(StrEnum):
     log = "log"
     sqrt = "sqrt"
     arcsin = "arcsin"
+
+
+DEFAULT_WEIGHTS = Objective(DEFAULT_OBJECTIVE)
 
 
 @handle_errors
@@ -120,7 +123,7 @@ def export(
             "standardisation).",
             rich_help_panel=GROUPS,
         ),
-    ] = Objective.linear,
+    ] = DEFAULT_WEIGHTS,
     weight_delta: Annotated[
         float,
         typer.Option(
@@ -131,13 +134,13 @@ def export(
     ] = DEFAULT_DELTA,
     seed: Annotated[
         int, typer.Option(metavar="S", help="Seed of every draw (the same seed, the same rows).")
-    ] = 0,
+    ] = DEFAULT_SEED,
 ) -> None:
-    """Write a run's rollouts as training data: rejection-sampling SFT, DPO pairs, or
-    offline GRPO groups (whole, or balanced with their correction).
+    """Write a run's rollouts as training data: rejection-sampling SFT, DPO pairs,
+    or offline GRPO groups (whole, or balanced with their correction).
 
-    Error rows never appear; a rollout cut short is never an SFT target or a chosen or
-    rejected response (it stays in groups, with its reward).
+    Error rows never appear; a rollout cut short is never an SFT target or a
+    chosen or rejected response (it stays in groups, with its reward).
     """
     from curate.exports.rollouts import RolloutExportRequest, export_rollouts
 

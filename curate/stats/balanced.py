@@ -32,6 +32,8 @@ from curate.core.outcome import PASS_SCORE
 from curate.errors import UsageError
 
 DEFAULT_BALANCED_SIZE = 8
+# The group weight when no objective is chosen: w = 1, the plain pass rate's gradient.
+DEFAULT_OBJECTIVE = "linear"
 
 
 def check_group_size(n: int) -> None:

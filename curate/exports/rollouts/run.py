@@ -4,12 +4,12 @@ the rows of the chosen format, write them as JSON Lines or Parquet, all or nothi
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from curate.core.seeds import DEFAULT_SEED
 from curate.errors import RunError, UsageError
 from curate.exports.base import JSONL_SUFFIXES, PARQUET_SUFFIXES, write_jsonl_lines
 from curate.exports.rollouts import dpo, groups, sft
@@ -20,13 +20,11 @@ from curate.exports.rollouts.pool import (
     Style,
     load_pools,
 )
-from curate.stats.balanced import DEFAULT_BALANCED_SIZE, check_group_size
+from curate.stats.balanced import DEFAULT_BALANCED_SIZE, DEFAULT_OBJECTIVE, check_group_size
 from curate.stats.weights import DEFAULT_DELTA, OBJECTIVES, check_objective
 from curate.store.atomic import atomic_path
 
 KINDS = ("sft", "dpo", "groups", "balanced")
-DEFAULT_OBJECTIVE = "linear"
-DEFAULT_SEED = 0
 
 
 @dataclass(frozen=True)
@@ -63,7 +61,6 @@ class RolloutExportResult:
     pools: int  # prompts with a scored rollout
     left_out: dict[str, int] = field(default_factory=dict)  # reason -> prompts or rollouts
     style: Style = "conversational"
-    notes: list[str] = field(default_factory=list)
 
 
 def check_export(request: RolloutExportRequest) -> tuple[Path, Path, int | None]:
@@ -93,8 +90,6 @@ def check_export(request: RolloutExportRequest) -> tuple[Path, Path, int | None]
         raise UsageError(f"--group-size must be at least 1 (got {size})")
     if r.objective not in OBJECTIVES:
         raise UsageError(f"--weights {r.objective!r}: choose from {', '.join(OBJECTIVES)}")
-    if not math.isfinite(r.delta):
-        raise UsageError(f"--weight-delta must be in (0, 0.5) (got {r.delta})")
     check_objective(r.objective, r.delta)
     return Path(r.run), output, size
 
