@@ -56,13 +56,15 @@ def large_pools(size: int) -> dict[str, list[Row]]:
     }
 
 
-def write_run(path: Path, *, model: str = "unit-test", pool: int | None = None) -> Path:
+def write_run(
+    path: Path, *, model: str = "unit-test", pool: int | None = None, mode: str = "chat"
+) -> Path:
     """The run directory of ROLLOUTS (or, with `pool`, of `large_pools(pool)`)."""
     pools = ROLLOUTS if pool is None else large_pools(pool)
     questions = QUESTIONS if pool is None else {sid: f"Question {sid}?" for sid in pools}
     store = RolloutStore(path)
     store.create()
-    store.write_manifest({"model": model, "backend": "fake", "mode": "chat", "runs": 8})
+    store.write_manifest({"model": model, "backend": "fake", "mode": mode, "runs": 8})
     store.write_samples(
         pl.DataFrame(
             {

@@ -80,6 +80,19 @@ def test_standard_style_renders_the_models_chat_template(tmp_path: Path) -> None
     assert trl_data.maybe_apply_chat_template(row, tok)["prompt"] == want
 
 
+def test_a_completion_mode_run_writes_text_prompts(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "run", mode="completion")
+    rows = _export(run, tmp_path / "dpo.jsonl", "dpo")
+    assert rows and all(isinstance(r[k], str) for r in rows for k in ("prompt", "chosen"))
+    assert "What is 2 + 2?" in rows[0]["prompt"]
+    assert not trl_data.is_conversational(rows[0])
+    with pytest.raises(UsageError, match="completion mode"):
+        export_rollouts(
+            RolloutExportRequest(run, tmp_path / "x.jsonl", "sft", style="conversational")
+        )
+    assert not (tmp_path / "x.jsonl").exists()
+
+
 def test_dpo_pairs_are_right_over_wrong_disjoint_and_seeded(run: Path, tmp_path: Path) -> None:
     rows = _export(run, tmp_path / "dpo.parquet", "dpo")
     tok = _tokenizer()
