@@ -141,3 +141,42 @@ def test_corrected_balanced_groups_match_the_pool(population: str, objective: st
     # Uncorrected: a bias many standard errors away and a sizeable share of w.
     assert abs(u_gap.mean()) > 8 * u_se, (u_gap.mean(), u_se)
     assert abs(u_gap.mean()) > 0.2 * scale, (u_gap.mean(), scale)
+
+
+@pytest.mark.parametrize(
+    "scores",
+    [
+        [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],  # one pass: all of it, fails fill
+        [1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 1.0],  # one fail
+        [1.0, 0.5, 0.0, 1.0, 0.25, 0.0, 0.75],  # partial credit counts as not passing
+    ],
+)
+def test_the_identity_is_exact_over_every_possible_group(scores: list[float]) -> None:
+    """Enumerate every group `balanced_group` can draw (uniform within each class): the
+    mean of the corrected updates equals the pool's, for arbitrary per-rollout gradient
+    vectors, any objective weight and partial-credit rewards."""
+    import itertools
+
+    size, weight = 4, 1.7
+    grads = np.random.default_rng(3).normal(size=(len(scores), 5))
+    pool = np.array(pool_advantages(scores, weight)) @ grads / len(scores)
+    passing = [i for i, s in enumerate(scores) if s >= 1.0]
+    failing = [i for i, s in enumerate(scores) if s < 1.0]
+    taken = balanced_passes(len(scores), len(passing), size)
+    assert taken is not None
+    rho_pass, rho_fail = class_ratios(len(scores), len(passing), size, taken)
+    baseline = sum(scores) / len(scores)
+    updates = []
+    for ups in itertools.combinations(passing, taken):
+        for downs in itertools.combinations(failing, size - taken):
+            members = [*ups, *downs]
+            adv = [
+                weight * (rho_pass if i in ups else rho_fail) * (scores[i] - baseline)
+                for i in members
+            ]
+            updates.append(np.array(adv) @ grads[members] / size)
+    assert np.mean(updates, axis=0) == pytest.approx(pool, abs=1e-12)
+    # and the draw itself lands on one of those groups, with those advantages
+    group = balanced_group(scores, size, weight, random.Random(1))
+    assert group is not None and len(group.members) == size
+    assert sum(scores[i] >= 1.0 for i in group.members) == taken
