@@ -80,7 +80,7 @@ def write_run(
             rows.append(
                 {
                     "sample_id": sid,
-                    "run_idx": i,
+                    "rollout_idx": i,
                     "score": score,
                     "error": error,
                     "completion": answer,
@@ -89,6 +89,6 @@ def write_run(
                     "reasoning_closed": None if reasoning is None else not truncated,
                 }
             )
-    frame = pl.DataFrame(rows).with_columns(pl.col("run_idx").cast(pl.Int32))
+    frame = pl.DataFrame(rows).with_columns(pl.col("rollout_idx").cast(pl.Int32))
     store.append(frame)
     return path

@@ -47,7 +47,7 @@ def test_sft_keeps_distinct_right_completions_never_cut_short(
         assert trl_data.is_conversational(row)
         assert row["messages"][-1]["role"] == "assistant"
         by_prompt.setdefault(row["sample_id"], []).append(row["messages"][-1]["content"])
-        stored = ROLLOUTS[row["sample_id"]][row["run_idx"]]
+        stored = ROLLOUTS[row["sample_id"]][row["rollout_idx"]]
         assert stored[0] == 1.0 and not stored[3] and stored[4] is None  # right, whole, no error
     # q1: two equal right texts count once; the cut-short right one never appears.
     assert by_prompt["q1"] == ["<think>2+2 is 4</think>4", "<think>sum</think>The answer is 4"]
@@ -99,11 +99,11 @@ def test_dpo_pairs_are_right_over_wrong_disjoint_and_seeded(run: Path, tmp_path:
     used: set[tuple[str, int]] = set()
     for row in rows:
         assert trl_data.is_conversational(row)
-        chosen = ROLLOUTS[row["sample_id"]][row["chosen_run_idx"]]
-        rejected = ROLLOUTS[row["sample_id"]][row["rejected_run_idx"]]
+        chosen = ROLLOUTS[row["sample_id"]][row["chosen_rollout_idx"]]
+        rejected = ROLLOUTS[row["sample_id"]][row["rejected_rollout_idx"]]
         assert chosen[0] == 1.0 and rejected[0] == 0.0
         assert not chosen[3] and not rejected[3]  # neither cut short
-        for key in ("chosen_run_idx", "rejected_run_idx"):
+        for key in ("chosen_rollout_idx", "rejected_rollout_idx"):
             pair = (row["sample_id"], row[key])
             assert pair not in used
             used.add(pair)

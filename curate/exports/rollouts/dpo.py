@@ -10,7 +10,7 @@ or all wrong gives none.
                      "rejected": [{"role": "assistant", ...}]}
     standard        {"prompt": P, "chosen": C, "rejected": R}
 
-plus sample_id, chosen_run_idx, rejected_run_idx, chosen_score, rejected_score.
+plus sample_id, chosen_rollout_idx, rejected_rollout_idx, chosen_score, rejected_score.
 """
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ def records(
                 {
                     **body,
                     "sample_id": pool.sample_id,
-                    "chosen_run_idx": chosen.run_idx,
-                    "rejected_run_idx": rejected.run_idx,
+                    "chosen_rollout_idx": chosen.rollout_idx,
+                    "rejected_rollout_idx": rejected.rollout_idx,
                     "chosen_score": chosen.score,
                     "rejected_score": rejected.score,
                 }

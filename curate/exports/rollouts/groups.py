@@ -13,7 +13,7 @@ corrected advantage w * rho * (r - b) (`curate.stats.balanced`): b the pool's me
 reward, rho the class's importance ratio (its share of the pool over its share of the
 group). Pools with one outcome only, or fewer rollouts than the group, are left out.
 
-Every row: prompt, completions, rewards, run_idx (per completion), sample_id,
+Every row: prompt, completions, rewards, rollout_idx (per completion), sample_id,
 pool_size, pool_passes, pool_pass_rate (K/N), smoothed_pass_rate, weight; balanced adds
 advantages, importance and baseline. Completions are text in both styles.
 """
@@ -82,7 +82,7 @@ def records(
                 "prompt": pool.prompt,
                 "completions": [r.text for r in members],
                 "rewards": [r.score for r in members],
-                "run_idx": [r.run_idx for r in members],
+                "rollout_idx": [r.rollout_idx for r in members],
                 **_head(pool, w),
                 **extra,
             }

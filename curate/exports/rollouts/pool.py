@@ -35,7 +35,7 @@ STYLES: tuple[Style, ...] = ("conversational", "standard")
 
 _COLUMNS = [
     "sample_id",
-    "run_idx",
+    "rollout_idx",
     "score",
     "error",
     "completion",
@@ -49,7 +49,7 @@ _COLUMNS = [
 class ScoredRollout:
     """One scored rollout of a pool."""
 
-    run_idx: int
+    rollout_idx: int
     score: float
     text: str
     truncated: bool
@@ -67,7 +67,7 @@ class ScoredRollout:
 
 @dataclass(frozen=True)
 class Pool:
-    """One sample: its prompt, its scored rollouts (in run_idx order) and the smoothed
+    """One sample: its prompt, its scored rollouts (in rollout_idx order) and the smoothed
     pass rate `curate report` shows for it."""
 
     sample_id: str
@@ -153,13 +153,13 @@ def load_pools(
         ).iter_rows()
     )
     grouped: dict[str, list[ScoredRollout]] = {}
-    for row in frame.sort("sample_id", "run_idx").iter_rows(named=True):
+    for row in frame.sort("sample_id", "rollout_idx").iter_rows(named=True):
         text = completion_text(
             row["completion"], row["reasoning"], row["reasoning_closed"], reasoning
         )
         grouped.setdefault(str(row["sample_id"]), []).append(
             ScoredRollout(
-                run_idx=int(row["run_idx"]),
+                rollout_idx=int(row["rollout_idx"]),
                 score=float(row["score"]),
                 text=text,
                 truncated=bool(row["truncated"]) or row["reasoning_closed"] is False,

@@ -9,7 +9,7 @@ a seeded uniform draw among the distinct ones (all of them by default).
     conversational  {"messages": [...prompt, {"role": "assistant", "content": C}]}
     standard        {"prompt": P, "completion": C}
 
-plus sample_id, run_idx and score for tracing each row back to the run.
+plus sample_id, rollout_idx and score for tracing each row back to the run.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def distinct(rollouts: list[ScoredRollout]) -> list[ScoredRollout]:
 
 
 def targets(pool: Pool, per_prompt: int | None, seed: int) -> list[ScoredRollout]:
-    """The SFT targets of one prompt, in run_idx order."""
+    """The SFT targets of one prompt, in rollout_idx order."""
     right = distinct([r for r in pool.rollouts if r.passed and r.usable])
     return draw(right, per_prompt, rng_for(seed, "sft", pool.sample_id))
 
@@ -51,6 +51,6 @@ def records(
             else:
                 row = {"prompt": pool.prompt, "completion": r.text}
             rows.append(
-                {**row, "sample_id": pool.sample_id, "run_idx": r.run_idx, "score": r.score}
+                {**row, "sample_id": pool.sample_id, "rollout_idx": r.rollout_idx, "score": r.score}
             )
     return rows
