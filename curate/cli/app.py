@@ -16,6 +16,7 @@ from curate.cli import agree as agree_cmd
 from curate.cli import allocate as allocate_cmd
 from curate.cli import compare as compare_cmd
 from curate.cli import eval as eval_cmd
+from curate.cli import export as export_cmd
 from curate.cli import filter as filter_cmd
 from curate.cli import grade as grade_cmd
 from curate.cli import ingest as ingest_cmd
@@ -68,6 +69,7 @@ app.command("eval")(eval_cmd.eval_cmd)
 app.command("report")(report_cmd.report)
 app.command("plot")(plot_cmd.plot)
 app.command("filter")(filter_cmd.filter_samples)
+app.command("export")(export_cmd.export)
 app.command("allocate")(allocate_cmd.allocate)
 app.command("compare")(compare_cmd.compare)
 app.command("ingest")(ingest_cmd.ingest)

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import hashlib
 
+# The seed of a command's random draws when none is given.
+DEFAULT_SEED = 0
+
 
 def derive_seed(base_seed: int, sample_id: str, rollout_idx: int) -> int:
     """A 31-bit seed (every engine accepts it) for this sample's run `rollout_idx`."""
