@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from curate.core.shards import ShardSpec
 from curate.errors import UsageError
-from curate.store.run_dir import RolloutStore, RunDirBusyError
+from curate.store.locks import RunDirBusyError
+from curate.store.run_dir import RolloutStore
 
 if TYPE_CHECKING:
     import polars as pl

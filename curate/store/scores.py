@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 from curate.core.deepen import descriptive_rows
 from curate.core.reasoning import truncation_of
 from curate.errors import InputError, one_line
-from curate.store.run_dir import RolloutStore, is_run_dir, pairs_distinct, run_bits
+from curate.store.duplicates import pairs_distinct, run_bits
+from curate.store.run_dir import RolloutStore, is_run_dir
 from curate.store.schema import REQUIRED_SCORE_COLUMNS, TOKEN_COLUMNS
 from curate.store.tables import TABLE_SUFFIXES, read_table, scan_table, table_format
 
