@@ -26,15 +26,15 @@ from curate.stats.per_sample import (
     is_binary,
 )
 from curate.stats.usage import usage_section
-from curate.store.scores import (
+from curate.store.fast_scores import (
     AnyOrder,
     Layout,
     RunMajor,
     SampleMajor,
     ScoreRead,
-    load_scores,
     read_scores,
 )
+from curate.store.scores import load_scores
 
 if TYPE_CHECKING:
     import polars as pl
