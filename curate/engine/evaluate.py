@@ -23,7 +23,7 @@ from curate.backends.options import BackendOptions
 from curate.backends.registry import backend_options, open_backend
 from curate.core.deepen import DeepenRequest
 from curate.core.prompts import Mode
-from curate.core.reasoning import DEFAULT_TRUNCATION, TRUNCATION_POLICIES
+from curate.core.reasoning import DEFAULT_TRUNCATION, Truncation, parse_truncation
 from curate.core.sampling import SamplingConfig
 from curate.core.shards import ShardSpec
 from curate.data.samples import (
@@ -44,6 +44,7 @@ from curate.engine.spec import Evaluation
 from curate.errors import CurateError, RunError, UsageError
 from curate.graders.judge import JudgeConfig, judge_settings_of, judge_usage_of, merge_usage
 from curate.graders.registry import grader_kind
+from curate.store.manifest import RunManifest
 from curate.store.run_dir import PairTally, RolloutStore, set_aside_corrupt_shards
 
 if TYPE_CHECKING:
@@ -135,7 +136,8 @@ class EvalOptions:
     # A local engine's own output: to RUN/engine.log (True) or left on fds 1 and 2.
     engine_log: bool = True
     # How a rollout cut short (max_tokens, or reasoning never closed) is scored and
-    # counted: curate.core.reasoning.TRUNCATION_POLICIES.
+    # counted: a `curate.core.reasoning.Truncation` or its name, checked once by
+    # `evaluate`.
     truncation: str = DEFAULT_TRUNCATION
     # The longest prompt plus max_tokens checked against the model's context window
     # before anything starts (curate/engine/context.py).
@@ -258,10 +260,10 @@ def evaluate(
     raises `Interrupted` (a KeyboardInterrupt) saying how many rollouts are stored."""
     if opts.runs < 1:
         raise UsageError("--runs must be at least 1")
-    if opts.truncation not in TRUNCATION_POLICIES:
-        raise UsageError(
-            f"--truncated must be one of {', '.join(TRUNCATION_POLICIES)}, not {opts.truncation!r}"
-        )
+    try:
+        truncation = parse_truncation(opts.truncation)
+    except ValueError as exc:
+        raise UsageError(f"--truncated {exc}") from None
     policy = adaptive_policy(opts)
     check_shard_options(opts)
     deepen = deepen_options(opts)
@@ -284,7 +286,7 @@ def evaluate(
             raise refusal
         if opts.context_check:
             _check_context(opts, pf)
-        return _evaluate(opts, progress, policy, options, pf, status, deepen)
+        return _evaluate(opts, progress, policy, options, pf, status, truncation, deepen)
     finally:
         pf.close()
 
@@ -311,6 +313,7 @@ def _evaluate(
     options: BackendOptions,
     pf: Preflight,
     status: Status | None,
+    truncation: Truncation,
     deepen_req: DeepenRequest | None = None,
 ) -> EvalOutcome:
     frame, fields, grader = pf.frame, pf.fields, pf.grader
@@ -349,7 +352,7 @@ def _evaluate(
         score_range=list(opts.score_range) if opts.score_range is not None else None,
         reward_model=reward_model_record(grader),
         **judge_settings_of(grader),
-        truncation=opts.truncation,
+        truncation=truncation,
         grader_notes=list(pf.grader_notes) or None,
     )
     # Refuse a mismatched resume before paying for an engine start.
@@ -390,7 +393,7 @@ def _evaluate(
             settings.mode = mode
             settings.chat_template_sha256 = info.chat_template_sha256 if mode == "chat" else None
 
-            def build(previous: dict[str, Any] | None) -> dict[str, Any]:
+            def build(previous: RunManifest | None) -> dict[str, Any]:
                 body = settings.manifest(previous=previous)
                 body["backend_info"] = {"model": info.model, **info.extra}
                 if opts.split is not None:
@@ -398,7 +401,7 @@ def _evaluate(
                 body["reference_check"] = pf.check_record()
                 return with_record(body, previous, deepen)
 
-            def check(previous: dict[str, Any] | None, body: dict[str, Any]) -> None:
+            def check(previous: RunManifest | None, body: dict[str, Any]) -> None:
                 _check_resume(previous, body, run_dir, ignore=set())
 
             evaluation = Evaluation(
@@ -411,7 +414,7 @@ def _evaluate(
                 seed=opts.seed,
                 runs=targets,
                 chunk_size=opts.chunk_size,
-                truncation=opts.truncation,
+                truncation=truncation,
                 unusable_references=pf.check.unusable,
             )
             if opts.shard is None:
@@ -440,7 +443,7 @@ def _evaluate(
                 usage = judge_usage_of(grader)
                 if usage is not None:
                     manifest["judge_usage"] = merge_usage(
-                        (previous or {}).get("judge_usage"), usage
+                        previous.get("judge_usage") if previous is not None else None, usage
                     )
                 if usage is not None or policy is not None:
                     store.write_manifest(manifest)
@@ -572,19 +575,19 @@ def adaptive_policy(opts: EvalOptions) -> AdaptivePolicy | None:
 
 
 def _manifest_policy(
-    policy: AdaptivePolicy | None, previous: dict[str, Any] | None
+    policy: AdaptivePolicy | None, previous: RunManifest | None
 ) -> dict[str, Any] | None:
     """This run's adaptive parameters; once adaptive, a run stays marked adaptive (its
     unequal rollout counts remain after a fixed-N top-up)."""
     if policy is not None:
         return policy.params()
-    if previous and previous.get("adaptive"):
-        return dict(previous.get("adaptive_policy") or {})
+    if previous is not None and previous.adaptive:
+        return dict(previous.adaptive_policy or {})
     return None
 
 
 def _check_resume(
-    previous: dict[str, Any] | None, new: dict[str, Any], run_dir: Path, *, ignore: set[str]
+    previous: RunManifest | None, new: dict[str, Any], run_dir: Path, *, ignore: set[str]
 ) -> None:
     if previous is None:
         return

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from curate.core.prompts import Mode, Prompt
-from curate.core.reasoning import DEFAULT_TRUNCATION
+from curate.core.reasoning import DEFAULT_TRUNCATION, Truncation
 from curate.core.sampling import SamplingConfig
 
 if TYPE_CHECKING:
@@ -45,8 +45,8 @@ class Evaluation:
     seed: int = 0
     runs: int | Mapping[str, int] = 8
     chunk_size: int = DEFAULT_CHUNK_SIZE
-    # How a rollout cut short is scored (curate.core.reasoning.TRUNCATION_POLICIES).
-    truncation: str = DEFAULT_TRUNCATION
+    # How a rollout cut short is scored (checked once, where the run's options are read).
+    truncation: Truncation = DEFAULT_TRUNCATION
     # Samples whose reference the pre-run check found unusable: a grader error on one
     # of them recurs on every re-run, so it is stored as settled (curate.core.settled).
     unusable_references: frozenset[str] = frozenset()

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 from curate.core.deepen import descriptive_rows
 from curate.errors import InputError, one_line
 from curate.store.duplicates import run_bits
+from curate.store.manifest import RunManifest
 from curate.store.run_dir import RolloutStore, is_run_dir
 from curate.store.schema import REQUIRED_SCORE_COLUMNS, TOKEN_COLUMNS
 from curate.store.scores import (
@@ -447,7 +448,7 @@ class _Plan(NamedTuple):
 
     rows: pl.LazyFrame
     has_run_idx: bool
-    manifest: dict[str, Any] | None
+    manifest: RunManifest | None
     store: RolloutStore | None
 
 
@@ -459,7 +460,7 @@ def _one_pass_plan(path: Path) -> _Plan | None:
         if not is_run_dir(path):
             return None
         store = RolloutStore(path)
-        manifest = store.read_manifest() if store.exists() else None
+        manifest = store.manifest_if_any()
         shards = store.shard_paths()
         if not shards:
             return None

@@ -1,22 +1,144 @@
-"""The manifest: RUN/manifest.json, what produced the run.
+"""The manifest: RUN/manifest.json, what produced the run (docs/reference/run-directory.md).
 
-Its field types are checked once, when it is read: a field curate reads back with the
-wrong JSON type is refused with the file and the field named.
+`RunManifest` is the one description of the file, for writing and reading: built from
+the JSON object (`from_json`), it checks the JSON type of every field curate reads back
+(and that `truncation` names a policy) once, and a bad field is refused with the file
+and the field named (InputError, exit 2); its typed fields are what curate reads.
+`to_json` gives the object back as it was read or written, every key in place, so a
+manifest written by an earlier version reads, and is rewritten, unchanged: an absent
+field reads as that version meant it (no `truncation`: `grade`; no `adaptive`: a
+fixed-N run). As a read-only mapping it shows that JSON object, for the keys curate
+does not model (the rules in `curate.core` over manifests take a mapping).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from curate.core.reasoning import (
+    TRUNCATION_KEY,
+    TRUNCATION_POLICIES,
+    Truncation,
+    truncation_of,
+)
 from curate.errors import InputError
 from curate.store.schema import FORMAT_VERSION
 
 
-def read_manifest_file(path: Path) -> dict[str, Any]:
-    """The JSON object of manifest `path`, with the types of the fields curate reads
-    checked; InputError naming the file (and the field) otherwise."""
+@dataclass(frozen=True, eq=False)
+class RunManifest(Mapping[str, Any]):
+    """RUN/manifest.json, checked: the fields curate reads back, typed.
+
+    A field absent from the file is None (or the default an older run meant); the
+    JSON object itself is kept whole (`to_json`, and the mapping interface), so keys
+    this class does not model survive a rewrite.
+    """
+
+    model: str | None = None
+    backend: str | None = None
+    # Rollouts per sample asked for (-n): the nominal N of a deepened run.
+    runs: int | None = None
+    # "chat" or "completion" as the run resolved it (None: an older or partial manifest).
+    mode: str | None = None
+    seed: int | None = None
+    grader: str | None = None
+    system: str | None = None
+    limit: int | None = None
+    dataset_path: str | None = None
+    dataset_split: str | None = None
+    # The fields the samples were read with (`curate.data.samples.FieldMap`).
+    prompt_field: str | None = None
+    messages_field: str | None = None
+    answer_field: str | None = None
+    id_field: str | None = None
+    template: str | None = None
+    layout: str | None = None
+    # sampling.max_tokens: where a rollout was cut short.
+    max_tokens: int | None = None
+    # A run that chose its rollout counts per sample (`curate eval --adaptive`).
+    adaptive: bool = False
+    adaptive_policy: Mapping[str, Any] | None = None
+    # An array job's shards: {"count", "runs": {"I/K": N, ...}, ...}.
+    shards: Mapping[str, Any] | None = None
+    truncation: Truncation = Truncation.GRADE
+    data: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], path: Path | None = None) -> RunManifest:
+        """The manifest `data` describes, checked; InputError naming `path` and the first
+        mistyped field."""
+        problem = manifest_type_problem(data)
+        if problem:
+            raise InputError(f"manifest {problem}", path=path)
+        return cls(
+            model=data.get("model"),
+            backend=data.get("backend"),
+            runs=data.get("runs"),
+            mode=data.get("mode"),
+            seed=data.get("seed"),
+            grader=data.get("grader"),
+            system=data.get("system"),
+            limit=data.get("limit"),
+            dataset_path=data.get("dataset_path"),
+            dataset_split=data.get("dataset_split"),
+            prompt_field=data.get("prompt_field"),
+            messages_field=data.get("messages_field"),
+            answer_field=data.get("answer_field"),
+            id_field=data.get("id_field"),
+            template=data.get("template"),
+            layout=data.get("layout"),
+            max_tokens=(data.get("sampling") or {}).get("max_tokens"),
+            adaptive=bool(data.get("adaptive", False)),
+            adaptive_policy=data.get("adaptive_policy"),
+            shards=data.get("shards"),
+            truncation=truncation_of(data),
+            data=dict(data),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object to write: every key as read or given, `format_version` filled
+        in when it has none."""
+        return {"format_version": FORMAT_VERSION, **self.data}
+
+    def with_fields(self, **changes: Any) -> RunManifest:
+        """This manifest with `changes` (JSON values by key) set, checked again."""
+        return RunManifest.from_json({**self.data, **changes})
+
+    @property
+    def prompt_mode(self) -> Literal["chat", "completion"]:
+        """How the prompts were built: "completion" when the run says so, else "chat"
+        (the default of a run made before the mode was recorded)."""
+        return "completion" if self.mode == "completion" else "chat"
+
+    @property
+    def excludes_truncated(self) -> bool:
+        """Whether the run leaves its cut-short rollouts out of the statistics (they stay
+        stored): `--truncated exclude`."""
+        return self.truncation is Truncation.EXCLUDE
+
+    # The JSON object, read-only.
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.data)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+
+def as_manifest(manifest: Mapping[str, Any]) -> RunManifest:
+    """`manifest` as a RunManifest: itself, or the JSON object it is, checked."""
+    return manifest if isinstance(manifest, RunManifest) else RunManifest.from_json(manifest)
+
+
+def read_manifest_file(path: Path) -> RunManifest:
+    """Manifest `path`, checked once; InputError naming the file (and the field)
+    otherwise."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -27,17 +149,12 @@ def read_manifest_file(path: Path) -> dict[str, Any]:
         raise InputError(f"cannot read manifest: {exc.strerror}", path=path) from exc
     if not isinstance(data, dict):
         raise InputError("manifest is not a JSON object", path=path)
-    problem = manifest_type_problem(data)
-    if problem:
-        raise InputError(f"manifest {problem}", path=path)
-    return data
+    return RunManifest.from_json(data, path)
 
 
-def manifest_text(manifest: dict[str, Any]) -> str:
-    """The file's text for `manifest`: sorted keys, two-space indents, `format_version`
-    filled in when the body has none."""
-    body = {"format_version": FORMAT_VERSION, **manifest}
-    return json.dumps(body, indent=2, sort_keys=True) + "\n"
+def manifest_text(manifest: RunManifest) -> str:
+    """The file's text: sorted keys, two-space indents."""
+    return json.dumps(manifest.to_json(), indent=2, sort_keys=True) + "\n"
 
 
 # JSON type names, as a user editing the file knows them.
@@ -73,6 +190,7 @@ MANIFEST_TYPES: dict[str, tuple[type, ...]] = {
     "system": _OPT_STR,
     "chat_template_sha256": _OPT_STR,
     "limit": _OPT_INT,
+    "layout": _OPT_STR,
     "engine_options": _OBJ,
     "backend_info": _OBJ,
     "adaptive": _BOOL,
@@ -82,6 +200,8 @@ MANIFEST_TYPES: dict[str, tuple[type, ...]] = {
     "curate_version": _STR,
     "created_at": _STR,
     "updated_at": _STR,
+    TRUNCATION_KEY: _STR,
+    "deepen": (list,),
 }
 SAMPLING_TYPES: dict[str, tuple[type, ...]] = {
     "temperature": _NUM,
@@ -91,10 +211,17 @@ SAMPLING_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def manifest_type_problem(data: dict[str, Any]) -> str | None:
+def manifest_type_problem(data: Mapping[str, Any]) -> str | None:
     """ "field 'runs' is a string, expected an integer" for the first field of `data`
-    whose JSON type is wrong; None when every known field is well typed."""
+    whose JSON type is wrong (or whose value no policy has); None when every known
+    field is well typed."""
     problem = _field_problems(data, MANIFEST_TYPES, "")
+    truncation = data.get(TRUNCATION_KEY)
+    if problem is None and isinstance(truncation, str) and truncation not in TRUNCATION_POLICIES:
+        problem = (
+            f"field '{TRUNCATION_KEY}' is {truncation!r}, expected one of "
+            f"{', '.join(TRUNCATION_POLICIES)}"
+        )
     if problem is None and isinstance(data.get("sampling"), dict):
         sampling = data["sampling"]
         problem = _field_problems(sampling, SAMPLING_TYPES, "sampling.")
@@ -105,7 +232,7 @@ def manifest_type_problem(data: dict[str, Any]) -> str | None:
 
 
 def _field_problems(
-    data: dict[str, Any], types: dict[str, tuple[type, ...]], prefix: str
+    data: Mapping[str, Any], types: dict[str, tuple[type, ...]], prefix: str
 ) -> str | None:
     for key, allowed in types.items():
         if key not in data:

@@ -24,7 +24,7 @@ import itertools
 import os
 import shutil
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,7 +43,7 @@ from curate.store.locks import (
     shard_lock_path,
     shard_writers,
 )
-from curate.store.manifest import manifest_text, read_manifest_file
+from curate.store.manifest import RunManifest, manifest_text, read_manifest_file
 from curate.store.schema import (
     LATE_ROLLOUT_COLUMNS,
     MANIFEST_FILE,
@@ -153,19 +153,33 @@ class RolloutStore:
         return self._writer_depth > 0
 
     # -- manifest ---------------------------------------------------------
-    def read_manifest(self) -> dict[str, Any]:
-        """The manifest, with the types of the fields curate reads checked."""
+    def load_manifest(self) -> RunManifest:
+        """The manifest, checked once (`curate.store.manifest`); InputError naming the
+        file and the field when it is not right, or the directory when it has none."""
         return read_manifest_file(self.manifest_path)
 
-    def previous_manifest(self) -> dict[str, Any] | None:
+    def manifest_if_any(self) -> RunManifest | None:
+        """The manifest, or None when the directory has none (a bare rollouts/)."""
+        return self.load_manifest() if self.exists() else None
+
+    def read_manifest(self) -> dict[str, Any]:
+        """The manifest's JSON object as stored, checked: for a writer that edits it
+        (readers take `load_manifest`'s typed fields)."""
+        return dict(self.load_manifest().data)
+
+    def previous_manifest(self) -> RunManifest | None:
         """The manifest a resume must match: None when there is none, or when the
         directory holds no rollout yet (a first attempt that failed before writing any
         fixes nothing, so it must not fix the settings either)."""
         if not self.exists() or not self.shard_paths():
             return None
-        return self.read_manifest()
+        return self.load_manifest()
 
-    def write_manifest(self, manifest: dict[str, Any]) -> None:
+    def write_manifest(self, manifest: RunManifest | Mapping[str, Any]) -> None:
+        """Write `manifest` atomically, checked as a reader will check it (a field of the
+        wrong type is refused here, not by the next reader)."""
+        if not isinstance(manifest, RunManifest):
+            manifest = RunManifest.from_json(manifest, self.manifest_path)
         atomic_write_text(self.manifest_path, manifest_text(manifest))
 
     # -- samples ----------------------------------------------------------

@@ -20,12 +20,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from curate.core.deepen import descriptive_rows
-from curate.core.reasoning import truncation_of
 from curate.errors import InputError, one_line
 from curate.store.duplicates import pairs_distinct
+from curate.store.manifest import RunManifest
 from curate.store.run_dir import RolloutStore, is_run_dir
 from curate.store.schema import REQUIRED_SCORE_COLUMNS, TOKEN_COLUMNS
 from curate.store.tables import TABLE_SUFFIXES, read_table, scan_table, table_format
@@ -51,7 +51,7 @@ class ScoreOrigin:
     """Where scores came from: the path and, for a run directory, its store and manifest."""
 
     path: Path
-    manifest: dict[str, Any] | None = None
+    manifest: RunManifest | None = None
     store: RolloutStore | None = None
     _samples: pl.DataFrame | None = field(default=None, repr=False)
     _tokens: pl.DataFrame | None = field(default=None, repr=False)
@@ -106,7 +106,7 @@ def load_scores(path: str | os.PathLike[str], *, deepening: bool = False) -> Sco
                 path=path,
             )
         store = RolloutStore(path)
-        manifest = store.read_manifest() if store.exists() else None
+        manifest = store.manifest_if_any()
         present = shard_columns(store)
         cols = [*SCORE_COLUMNS, *(c for c in EXTRA_COLUMNS if c in present)]
         frame = store.rollouts(cols)
@@ -153,10 +153,10 @@ def load_scores(path: str | os.PathLike[str], *, deepening: bool = False) -> Sco
     return ScoreSource(path=path, rollouts=frame, _tokens=tokens, _tokens_read=True)
 
 
-def excludes_truncated(manifest: dict[str, Any] | None) -> bool:
+def excludes_truncated(manifest: RunManifest | None) -> bool:
     """Whether the run leaves its cut-short rollouts out of the statistics (they stay
-    stored): `--truncated exclude`, the one place every reader of scores asks."""
-    return truncation_of(manifest) == "exclude"
+    stored): `--truncated exclude`; a score table (no manifest) keeps every row."""
+    return manifest is not None and manifest.excludes_truncated
 
 
 def kept_rows() -> pl.Expr:
@@ -356,7 +356,7 @@ def read_lengths(path: str | os.PathLike[str]) -> pl.DataFrame | None:
             if "completion_tokens" not in have:
                 return None
             cols = [c for c in LENGTH_COLUMNS if c in have]
-            first_n = descriptive_rows(store.read_manifest() if store.exists() else None)
+            first_n = descriptive_rows(store.manifest_if_any())
             frame = store.rollouts(cols if first_n is None else [*cols, "run_idx"])
             if first_n is not None:  # a deepened run: its first N rollouts, as the scores
                 frame = frame.filter(first_n)
@@ -426,7 +426,7 @@ def read_answers(path: str | os.PathLike[str]) -> pl.DataFrame | None:
     cols = ["sample_id", "score", "error", ANSWER_COLUMN]
     if path.is_dir():
         store = RolloutStore(path)
-        manifest = store.read_manifest() if store.exists() else None
+        manifest = store.manifest_if_any()
         exclude = excludes_truncated(manifest) and "truncated" in shard_columns(store)
         frame = store.rollouts([*SCORE_COLUMNS, ANSWER_COLUMN, *(["truncated"] if exclude else [])])
         if exclude:
@@ -476,7 +476,7 @@ def scan_completions(path: str | os.PathLike[str], *, text: bool = True) -> pl.L
             cols = ["sample_id", "run_idx", "error", *([COMPLETION_COLUMN] if text else [])]
             tokens = "completion_tokens" in have
             lf = store.scan(cols + (["completion_tokens"] if tokens else [])).drop("_shard")
-            first_n = descriptive_rows(store.read_manifest() if store.exists() else None)
+            first_n = descriptive_rows(store.manifest_if_any())
             if first_n is not None:  # a deepened run: its first N rollouts, as the scores
                 lf = lf.filter(first_n)
         else:
