@@ -24,7 +24,7 @@ from curate.backends.registry import backend_options, open_backend
 from curate.core.deepen import DeepenRequest
 from curate.core.prompts import Mode
 from curate.core.reasoning import DEFAULT_TRUNCATION, Truncation, parse_truncation
-from curate.core.sampling import SamplingConfig
+from curate.core.sampling import DEFAULT_SAMPLING, SamplingConfig
 from curate.core.shards import ShardSpec
 from curate.data.samples import (
     ANSWER_FIELDS,
@@ -40,8 +40,9 @@ from curate.engine.progress import Progress
 from curate.engine.runner import EvalResult, run_eval
 from curate.engine.settings import SCORE_KEYS, EvalSettings, score_differences
 from curate.engine.sharding import record_shard, shard_frame
-from curate.engine.spec import Evaluation
+from curate.engine.spec import DEFAULT_CHUNK_SIZE, DEFAULT_RUNS, Evaluation
 from curate.errors import CurateError, RunError, UsageError
+from curate.graders.base import DEFAULT_TIMEOUT_S
 from curate.graders.judge import JudgeConfig, judge_settings_of, judge_usage_of, merge_usage
 from curate.graders.registry import grader_kind
 from curate.store.manifest import RunManifest
@@ -80,12 +81,12 @@ class EvalOptions:
     data: Path
     model: str
     backend: str = "vllm"
-    runs: int = 8
+    runs: int = DEFAULT_RUNS
     out: Path | None = None
     grader: str | None = None
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_tokens: int = 256
+    temperature: float = DEFAULT_SAMPLING.temperature
+    top_p: float = DEFAULT_SAMPLING.top_p
+    max_tokens: int = DEFAULT_SAMPLING.max_tokens
     stop: tuple[str, ...] = ()
     seed: int = 0
     mode: Mode | None = None  # None: chat when the model has a chat template
@@ -100,7 +101,7 @@ class EvalOptions:
     limit: int | None = None
     force_new: bool = False
     set_aside_corrupt: bool = False  # move unreadable shards into rollouts/corrupt/
-    chunk_size: int = 256
+    chunk_size: int = DEFAULT_CHUNK_SIZE
     # The backend's options: its schema object (VllmOptions, OpenAIOptions, FakeOptions)
     # or a mapping of the options given, validated against that schema.
     engine_options: BackendOptions | dict[str, Any] = field(default_factory=dict)
@@ -122,7 +123,7 @@ class EvalOptions:
     # worker processes, and a continuous reward's (low, high) range.
     reference_extract: str = "auto"
     max_bad_references: float = DEFAULT_MAX_BAD_FRACTION
-    grader_timeout: float = 10.0
+    grader_timeout: float = DEFAULT_TIMEOUT_S
     score_range: tuple[float, float] | None = None
     # Where `--grader reward-model` finds its server (curate/graders/reward_model.py).
     reward_model: RewardModelConfig | None = None

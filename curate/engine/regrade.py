@@ -28,7 +28,7 @@ from curate.data.samples import build_prompts, fields_of_manifest, references_by
 from curate.engine.runner import GRADER_ERROR_PREFIX, sample_contexts
 from curate.errors import InputError, UsageError
 from curate.graders import get_grader
-from curate.graders.base import grade, needs_context
+from curate.graders.base import DEFAULT_TIMEOUT_S, grade, needs_context
 from curate.graders.judge import (
     CACHE_FILE,
     JudgeConfig,
@@ -55,7 +55,7 @@ class RegradeOptions:
     source: Path
     out: Path
     grader: str
-    grader_timeout: float = 10.0
+    grader_timeout: float = DEFAULT_TIMEOUT_S
     score_range: tuple[float, float] | None = None
     judge: JudgeConfig | None = None
     force: bool = False  # replace an existing OUT that is another run

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 # Prompts per engine call, and per shard: large enough that the engine batches
 # well, small enough that a killed run loses little.
 DEFAULT_CHUNK_SIZE = 512
+# Rollouts per sample (-n) when not given.
+DEFAULT_RUNS = 8
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ class Evaluation:
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     mode: Mode = "chat"
     seed: int = 0
-    runs: int | Mapping[str, int] = 8
+    runs: int | Mapping[str, int] = DEFAULT_RUNS
     chunk_size: int = DEFAULT_CHUNK_SIZE
     # How a rollout cut short is scored (checked once, where the run's options are read).
     truncation: Truncation = DEFAULT_TRUNCATION
