@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,80 +33,89 @@ from curate.store.schema import FORMAT_VERSION
 class RunManifest(Mapping[str, Any]):
     """RUN/manifest.json, checked: the fields curate reads back, typed.
 
-    A field absent from the file is None (or the default an older run meant); the
-    JSON object itself is kept whole (`to_json`, and the mapping interface), so keys
-    this class does not model survive a rewrite.
+    Built from the JSON object (`RunManifest(data)`, or `from_json(data, path)` to name
+    the file in the error), which it checks and keeps whole; every typed field is read
+    from it then, so the two never disagree. A field absent from the file is None (or
+    the default an older run meant), and keys this class does not model survive a
+    rewrite.
     """
 
-    model: str | None = None
-    backend: str | None = None
-    # Rollouts per sample asked for (-n): the nominal N of a deepened run.
-    runs: int | None = None
-    # "chat" or "completion" as the run resolved it (None: an older or partial manifest).
-    mode: str | None = None
-    seed: int | None = None
-    grader: str | None = None
-    system: str | None = None
-    limit: int | None = None
-    dataset_path: str | None = None
-    dataset_split: str | None = None
-    # The fields the samples were read with (`curate.data.samples.FieldMap`).
-    prompt_field: str | None = None
-    messages_field: str | None = None
-    answer_field: str | None = None
-    id_field: str | None = None
-    template: str | None = None
-    layout: str | None = None
-    # sampling.max_tokens: where a rollout was cut short.
-    max_tokens: int | None = None
-    # A run that chose its rollout counts per sample (`curate eval --adaptive`).
-    adaptive: bool = False
-    adaptive_policy: Mapping[str, Any] | None = None
-    # An array job's shards: {"count", "runs": {"I/K": N, ...}, ...}.
-    shards: Mapping[str, Any] | None = None
-    truncation: Truncation = Truncation.GRADE
     data: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    path: InitVar[Path | None] = None
+    model: str | None = field(init=False)
+    backend: str | None = field(init=False)
+    # Rollouts per sample asked for (-n): the nominal N of a deepened run.
+    runs: int | None = field(init=False)
+    # "chat" or "completion" as the run resolved it (None: an older or partial manifest).
+    mode: str | None = field(init=False)
+    seed: int | None = field(init=False)
+    grader: str | None = field(init=False)
+    system: str | None = field(init=False)
+    limit: int | None = field(init=False)
+    dataset_path: str | None = field(init=False)
+    dataset_split: str | None = field(init=False)
+    # The fields the samples were read with (`curate.data.samples.FieldMap`).
+    prompt_field: str | None = field(init=False)
+    messages_field: str | None = field(init=False)
+    answer_field: str | None = field(init=False)
+    id_field: str | None = field(init=False)
+    template: str | None = field(init=False)
+    layout: str | None = field(init=False)
+    # sampling.max_tokens: where a rollout was cut short.
+    max_tokens: int | None = field(init=False)
+    # A run that chose its rollout counts per sample (`curate eval --adaptive`).
+    adaptive: bool = field(init=False)
+    adaptive_policy: Mapping[str, Any] | None = field(init=False)
+    # An array job's shards: {"count", "hash", "runs": {"I": N, ...}}.
+    shards: Mapping[str, Any] | None = field(init=False)
+    truncation: Truncation = field(init=False)
+
+    def __post_init__(self, path: Path | None) -> None:
+        data = self.data
+        problem = manifest_type_problem(data)
+        if problem:
+            raise InputError(f"manifest {problem}", path=path)
+        typed = {
+            name: data.get(name)
+            for name in [
+                "model",
+                "backend",
+                "runs",
+                "mode",
+                "seed",
+                "grader",
+                "system",
+                "limit",
+                "dataset_path",
+                "dataset_split",
+                "prompt_field",
+                "messages_field",
+                "answer_field",
+                "id_field",
+                "template",
+                "layout",
+                "adaptive_policy",
+                "shards",
+            ]
+        }
+        typed.update(
+            max_tokens=(data.get("sampling") or {}).get("max_tokens"),
+            adaptive=bool(data.get("adaptive", False)),
+            truncation=truncation_of(data),
+        )
+        for name, value in typed.items():
+            object.__setattr__(self, name, value)  # frozen: set once, here
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], path: Path | None = None) -> RunManifest:
         """The manifest `data` describes, checked; InputError naming `path` and the first
         mistyped field."""
-        problem = manifest_type_problem(data)
-        if problem:
-            raise InputError(f"manifest {problem}", path=path)
-        return cls(
-            model=data.get("model"),
-            backend=data.get("backend"),
-            runs=data.get("runs"),
-            mode=data.get("mode"),
-            seed=data.get("seed"),
-            grader=data.get("grader"),
-            system=data.get("system"),
-            limit=data.get("limit"),
-            dataset_path=data.get("dataset_path"),
-            dataset_split=data.get("dataset_split"),
-            prompt_field=data.get("prompt_field"),
-            messages_field=data.get("messages_field"),
-            answer_field=data.get("answer_field"),
-            id_field=data.get("id_field"),
-            template=data.get("template"),
-            layout=data.get("layout"),
-            max_tokens=(data.get("sampling") or {}).get("max_tokens"),
-            adaptive=bool(data.get("adaptive", False)),
-            adaptive_policy=data.get("adaptive_policy"),
-            shards=data.get("shards"),
-            truncation=truncation_of(data),
-            data=dict(data),
-        )
+        return cls(dict(data), path)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object to write: every key as read or given, `format_version` filled
         in when it has none."""
         return {"format_version": FORMAT_VERSION, **self.data}
-
-    def with_fields(self, **changes: Any) -> RunManifest:
-        """This manifest with `changes` (JSON values by key) set, checked again."""
-        return RunManifest.from_json({**self.data, **changes})
 
     @property
     def prompt_mode(self) -> Literal["chat", "completion"]:
