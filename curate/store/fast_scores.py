@@ -32,7 +32,12 @@ from curate.errors import InputError, one_line
 from curate.store.duplicates import run_bits
 from curate.store.manifest import RunManifest
 from curate.store.run_dir import RolloutStore, is_run_dir
-from curate.store.schema import REQUIRED_SCORE_COLUMNS, TOKEN_COLUMNS
+from curate.store.schema import (
+    REQUIRED_SCORE_COLUMNS,
+    TOKEN_COLUMNS,
+    rollout_file_schema,
+    scan_rollout_file,
+)
 from curate.store.scores import (
     EXTRA_COLUMNS,
     SCORE_COLUMNS,
@@ -44,10 +49,11 @@ from curate.store.scores import (
     length_rows,
     load_scores,
     read_lengths,
+    score_table,
     shard_columns,
     table_tokens,
 )
-from curate.store.tables import read_table, scan_table, table_format
+from curate.store.tables import table_format
 
 if TYPE_CHECKING:
     import polars as pl
@@ -68,7 +74,7 @@ class SampleMajor:
 @dataclass(frozen=True)
 class RunMajor:
     """A dense matrix stored run by run: `runs[r][i]` is the score of run r of sample
-    `ids[i]`, run_idx rising from run to run; every rollout scored."""
+    `ids[i]`, rollout_idx rising from run to run; every rollout scored."""
 
     ids: pl.Series
     runs: list[pl.Series]
@@ -80,8 +86,8 @@ class AnyOrder:
     `load_scores` as per-sample counts inside the one group-by the statistics need.
     `binary`: every scored rollout is exactly 0 or 1."""
 
-    rows: pl.LazyFrame  # sample_id, _score (as read), error, and run_idx when stored
-    has_run_idx: bool
+    rows: pl.LazyFrame  # sample_id, _score (as read), error, and rollout_idx when stored
+    has_rollout_idx: bool
     binary: bool
 
     def group(self, exprs: Sequence[pl.Expr]) -> pl.DataFrame | None:
@@ -91,7 +97,7 @@ class AnyOrder:
         import polars as pl
 
         checks = [pl.len().alias("_rows"), _bad_row().sum().alias("_bad")]
-        if self.has_run_idx:  # distinct (sample_id, run_idx) pairs, proved per sample
+        if self.has_rollout_idx:  # distinct (sample_id, rollout_idx) pairs, proved per sample
             checks.append(run_bits().sum().alias("_bits"))
         try:
             agg = (
@@ -105,7 +111,7 @@ class AnyOrder:
         if agg.height == 0 or agg["sample_id"].null_count() or agg["_bad"].sum():
             return None
         if (
-            self.has_run_idx
+            self.has_rollout_idx
             and not agg.select(
                 (pl.col("_bits").bitwise_count_ones() == pl.col("_rows")).all()
             ).item()
@@ -127,7 +133,7 @@ Layout: TypeAlias = SampleMajor | RunMajor | AnyOrder | Rows
 @dataclass(kw_only=True)
 class ScoreRead(ScoreOrigin):
     """The rows of one read, how they are laid out, and where they came from.
-    `rollouts` holds the validated rows (sample_id, run_idx, score, error); after a
+    `rollouts` holds the validated rows (sample_id, rollout_idx, score, error); after a
     fast read it is lazy, read again only if a statistic needs rows (partial credit)."""
 
     layout: Layout
@@ -172,10 +178,10 @@ class ScoreRead(ScoreOrigin):
             # Two columns of samples.parquet, not every prompt: the file may be large.
             path = self.store.samples_path
             if path.is_file() and {"sample_id", column} <= set(pl.read_parquet_schema(path)):
-                frame = pl.scan_parquet(path)
+                frame = scan_rollout_file(path)
         else:
             try:
-                lf = read_table(self.path).lazy() if is_json(self.path) else scan_table(self.path)
+                lf = score_table(self.path, json_array=is_json(self.path))
                 if column in lf.collect_schema().names():
                     frame = lf
             except input_errors() as exc:
@@ -237,8 +243,8 @@ def _one_scan(path: Path) -> ScoreRead | None:
         frame = plan.rows.collect()
         tokens = table_tokens(frame) if plan.store is None else _run_tokens(frame)
         binary = _all_binary(frame)
-        layout: Layout = _dense_layout(frame, plan.has_run_idx, binary) or AnyOrder(
-            plan.rows, plan.has_run_idx, binary
+        layout: Layout = _dense_layout(frame, plan.has_rollout_idx, binary) or AnyOrder(
+            plan.rows, plan.has_rollout_idx, binary
         )
     # Unreadable or unusual input: load_scores reads it again and names the problem.
     except input_errors():
@@ -246,13 +252,13 @@ def _one_scan(path: Path) -> ScoreRead | None:
     excluded = plan.store is not None and excludes_truncated(plan.manifest)
     lengths = None if excluded else length_rows(frame, "_score")
     rows = plan.rows
-    if not plan.has_run_idx:
+    if not plan.has_rollout_idx:
         # As load_scores does: number each sample's rows in file order.
         rows = rows.with_columns(
-            pl.int_range(pl.len()).over("sample_id").cast(pl.Int32).alias("run_idx")
+            pl.int_range(pl.len()).over("sample_id").cast(pl.Int32).alias("rollout_idx")
         )
     rollouts = rows.select(
-        "sample_id", pl.col("run_idx").cast(pl.Int32), _validated_score(), "error"
+        "sample_id", pl.col("rollout_idx").cast(pl.Int32), _validated_score(), "error"
     )
     return ScoreRead(
         path=path,
@@ -300,7 +306,7 @@ def _all_binary(frame: pl.DataFrame) -> bool:
 
 
 def _dense_layout(
-    frame: pl.DataFrame, has_run_idx: bool, binary: bool
+    frame: pl.DataFrame, has_rollout_idx: bool, binary: bool
 ) -> SampleMajor | RunMajor | None:
     """The layout when the rows are a dense matrix of S samples x W runs with no failed
     rollout, stored sample-major or run-major, every check passed. None when the rows
@@ -317,9 +323,9 @@ def _dense_layout(
         return None
     if not (binary and frame["_score"].null_count() == 0) and frame.select(_bad_row().any()).item():
         return None
-    if has_run_idx:
-        rid = frame["run_idx"]
-        # load_scores stores run_idx as Int32 (and fails on what does not fit).
+    if has_rollout_idx:
+        rid = frame["rollout_idx"]
+        # load_scores stores rollout_idx as Int32 (and fails on what does not fit).
         if rid.null_count() or not -(2**31) <= int(rid.min()) <= int(rid.max()) < 2**31:  # type: ignore[arg-type]
             return None
     # Where the first sample's rows are tells the layout: rows 0..W-1 (sample-major),
@@ -330,13 +336,13 @@ def _dense_layout(
     changes = (probe != probe[0]).arg_true()
     width = int(changes[0]) if len(changes) else 0
     if width >= 2:
-        return _sample_major(frame, width, has_run_idx, binary)
+        return _sample_major(frame, width, has_rollout_idx, binary)
     first = (ids == ids[0]).arg_true()
     count = len(first)
     if width == 0 and count >= 2 and int(first[-1]) == count - 1:  # a block past the probe
-        return _sample_major(frame, count, has_run_idx, binary)
+        return _sample_major(frame, count, has_rollout_idx, binary)
     if 2 <= count <= _MAX_RUN_BLOCKS:
-        return _run_major(frame, first, has_run_idx)
+        return _run_major(frame, first, has_rollout_idx)
     return None
 
 
@@ -348,9 +354,9 @@ _WIDTH_PROBE = 4096
 
 
 def _sample_major(
-    frame: pl.DataFrame, width: int, has_run_idx: bool, binary: bool
+    frame: pl.DataFrame, width: int, has_rollout_idx: bool, binary: bool
 ) -> SampleMajor | None:
-    """Blocks of `width` rows, one per sample, run_idx rising within each."""
+    """Blocks of `width` rows, one per sample, rollout_idx rising within each."""
     import operator
 
     import polars as pl
@@ -367,8 +373,8 @@ def _sample_major(
         return None
     if same.gather(pl.int_range(width - 1, total - 1, width, dtype=pl.UInt32, eager=True)).any():
         return None
-    # Strictly rising run_idx within a block: no (sample_id, run_idx) pair repeats.
-    if has_run_idx and (same & ~_adjacent(frame["run_idx"], operator.gt)).any():
+    # Strictly rising rollout_idx within a block: no (sample_id, rollout_idx) pair repeats.
+    if has_rollout_idx and (same & ~_adjacent(frame["rollout_idx"], operator.gt)).any():
         return None
     del same
     ids = _every_nth(sid, width)
@@ -415,8 +421,8 @@ def _all_distinct(ids: pl.Series) -> bool:
     return ids.hash().n_unique() == len(ids) or ids.n_unique() == len(ids)
 
 
-def _run_major(frame: pl.DataFrame, first: pl.Series, has_run_idx: bool) -> RunMajor | None:
-    """W blocks of S rows, each the same S samples in the same order, run_idx rising
+def _run_major(frame: pl.DataFrame, first: pl.Series, has_rollout_idx: bool) -> RunMajor | None:
+    """W blocks of S rows, each the same S samples in the same order, rollout_idx rising
     from block to block for every sample; `first` holds the rows of the first sample."""
     import polars as pl
 
@@ -429,8 +435,8 @@ def _run_major(frame: pl.DataFrame, first: pl.Series, has_run_idx: bool) -> RunM
     ids = frame["sample_id"].slice(0, size)
     if not all((frame["sample_id"].slice(r * size, size) == ids).all() for r in range(1, width)):
         return None
-    if has_run_idx:
-        rid = frame["run_idx"]
+    if has_rollout_idx:
+        rid = frame["rollout_idx"]
         if not all(
             (rid.slice(r * size, size) > rid.slice((r - 1) * size, size)).all()
             for r in range(1, width)
@@ -443,11 +449,11 @@ def _run_major(frame: pl.DataFrame, first: pl.Series, has_run_idx: bool) -> RunM
 
 class _Plan(NamedTuple):
     """How `_one_scan` reads: `rows` has `sample_id` (String), `_score` (Float64, as in
-    the file), `error` (String), maybe `run_idx`, cast as load_scores casts, and the
+    the file), `error` (String), maybe `rollout_idx`, cast as load_scores casts, and the
     token columns as stored."""
 
     rows: pl.LazyFrame
-    has_run_idx: bool
+    has_rollout_idx: bool
     manifest: RunManifest | None
     store: RolloutStore | None
 
@@ -466,7 +472,7 @@ def _one_pass_plan(path: Path) -> _Plan | None:
             return None
         # load_scores reads these columns of every shard: each must have them, alike.
         cols = [*SCORE_COLUMNS, *(c for c in EXTRA_COLUMNS if c in shard_columns(store))]
-        schemas = [pl.read_parquet_schema(s) for s in shards]
+        schemas = [rollout_file_schema(s) for s in shards]
         first = {c: schemas[0].get(c) for c in cols}
         if any({c: s.get(c) for c in cols} != first for s in schemas):
             return None
@@ -474,8 +480,8 @@ def _one_pass_plan(path: Path) -> _Plan | None:
             first["sample_id"] != pl.String
             or first["error"] != pl.String
             or first["score"] != pl.Float64
-            or first["run_idx"] is None
-            or not first["run_idx"].is_integer()
+            or first["rollout_idx"] is None
+            or not first["rollout_idx"].is_integer()
         ):
             return None
         # The report counts tokens only when the run records both (as it always did).
@@ -497,15 +503,15 @@ def _one_pass_plan(path: Path) -> _Plan | None:
     # Existence first: a missing path is load_scores' to name, not an unknown format.
     if not path.is_file() or table_format(path) != "parquet":
         return None
-    lf = scan_table(path)
+    lf = score_table(path, json_array=False)
     schema = lf.collect_schema()
     if any(c not in schema for c in REQUIRED_SCORE_COLUMNS):
         return None
     score = schema["score"]
     if not (score == pl.Boolean or score.is_numeric()):
         return None
-    has_run_idx = "run_idx" in schema
-    if has_run_idx and not schema["run_idx"].is_integer():
+    has_rollout_idx = "rollout_idx" in schema
+    if has_rollout_idx and not schema["rollout_idx"].is_integer():
         return None
     error = (
         pl.col("error").cast(pl.String).replace("", None)
@@ -514,13 +520,13 @@ def _one_pass_plan(path: Path) -> _Plan | None:
     )
     rows = lf.select(
         pl.col("sample_id").cast(pl.String),
-        *(["run_idx"] if has_run_idx else []),
+        *(["rollout_idx"] if has_rollout_idx else []),
         pl.col("score").cast(pl.Float64).alias("_score"),
         error.alias("error"),
         *(c for c in TOKEN_COLUMNS if c in schema),
         *(["truncated"] if "truncated" in schema and "completion_tokens" in schema else []),
     )
-    return _Plan(rows, has_run_idx, None, None)
+    return _Plan(rows, has_rollout_idx, None, None)
 
 
 def _run_tokens(frame: pl.DataFrame) -> pl.DataFrame | None:

@@ -14,7 +14,7 @@ Layout (docs/reference/run-directory.md):
 
 `RolloutStore` owns one such directory. Its writer lock (one writer at a time, or K
 shard writers side by side) is `curate.store.locks`; readers de-duplicate on
-(sample_id, run_idx) by the rule of `curate.store.duplicates`.
+(sample_id, rollout_idx) by the rule of `curate.store.duplicates`.
 """
 
 from __future__ import annotations
@@ -50,7 +50,9 @@ from curate.store.schema import (
     ROLLOUT_COLUMNS,
     ROLLOUTS_DIR,
     SAMPLES_FILE,
+    rollout_file_schema,
     rollout_schema,
+    scan_rollout_file,
 )
 
 if TYPE_CHECKING:
@@ -61,7 +63,7 @@ _shard_counter = itertools.count()
 CORRUPT_DIR = "corrupt"
 SET_ASIDE_OPTION = "--set-aside-corrupt"
 # Columns every shard must have, with these dtypes, for a reader to use it at all.
-KEY_COLUMNS = ("sample_id", "run_idx", "score", "error")
+KEY_COLUMNS = ("sample_id", "rollout_idx", "score", "error")
 
 
 def is_run_dir(path: str | os.PathLike[str]) -> bool:
@@ -218,7 +220,7 @@ class RolloutStore:
                 .alias(name)
                 for name, dtype in schema.items()
             ]
-        ).sort("sample_id", "run_idx")
+        ).sort("sample_id", "rollout_idx")
         # Time-ordered names: lexical order is write order, which dedup relies on.
         name = f"part-{time.time_ns():020d}-{os.getpid()}-{next(_shard_counter):06d}.parquet"
         target = self.rollouts_dir / name
@@ -252,14 +254,14 @@ class RolloutStore:
         return pl.concat(frames, how="vertical")
 
     def rollouts(self, columns: list[str] | None = None) -> pl.DataFrame:
-        """De-duplicated rollouts: one row per (sample_id, run_idx).
+        """De-duplicated rollouts: one row per (sample_id, rollout_idx).
 
         Raises InputError naming the shard when one cannot be read, and naming the
         pair and the shards when two scored rows of a pair disagree.
         """
 
         wanted = list(columns or ROLLOUT_COLUMNS)
-        for key in ("sample_id", "run_idx", "error"):
+        for key in ("sample_id", "rollout_idx", "error"):
             if key not in wanted:
                 wanted.append(key)
         cols = wanted + ([] if "score" in wanted else ["score"])
@@ -267,14 +269,14 @@ class RolloutStore:
         frame = self._collect(self.scan(cols, shards=shards), shards, cols)
         # The score decides conflicts; callers that did not ask for it do not get it.
         extra = [] if "score" in wanted else ["score"]
-        # The usual case, no repeated pair, in (sample_id, run_idx) order as the
+        # The usual case, no repeated pair, in (sample_id, rollout_idx) order as the
         # de-duplicating path returns it: shards are written sorted, and often follow
         # each other in order too (a linear check, ~15 ms on a million rows).
         if strictly_sorted(frame):
             return frame.drop("_shard", *extra)
         # Shards out of order: the sort is needed anyway, and once sorted the same
         # linear check proves the pairs distinct (cheaper than a group-by or a hash).
-        frame = frame.sort("sample_id", "run_idx", "_shard")
+        frame = frame.sort("sample_id", "rollout_idx", "_shard")
         if strictly_sorted(frame):
             return frame.drop("_shard", *extra)
         return resolve_repeats(frame, shards, self.rollouts_dir).drop("_shard", *extra)
@@ -306,22 +308,22 @@ class RolloutStore:
             ) from exc
 
     def completed_pairs(self) -> pl.DataFrame:
-        """(sample_id, run_idx) pairs that a resume does not redo: a scored rollout, or
+        """(sample_id, rollout_idx) pairs that a resume does not redo: a scored rollout, or
         an error that recurs (`curate.core.settled`)."""
 
-        cols = ["sample_id", "run_idx", "error", SETTLED_COLUMN]
+        cols = ["sample_id", "rollout_idx", "error", SETTLED_COLUMN]
         shards = self.shard_paths()
         frame = self._collect(self.scan(cols, shards=shards), shards, cols)
-        return frame.filter(settled_expr()).select("sample_id", "run_idx").unique()
+        return frame.filter(settled_expr()).select("sample_id", "rollout_idx").unique()
 
     def missing_pairs(self, sample_ids: Sequence[str] | pl.Series, runs: int) -> int:
-        """How many pairs (sample_id, run_idx < runs) of `sample_ids` a resume would
+        """How many pairs (sample_id, rollout_idx < runs) of `sample_ids` a resume would
         redo (no scored rollout, no settled error): 0 means a fixed-N `curate eval` has
         nothing left to do."""
         return self.pair_tally(sample_ids, runs).missing
 
     def pair_tally(self, sample_ids: Sequence[str] | pl.Series, runs: int) -> PairTally:
-        """The pairs (sample_id, run_idx < runs) of `sample_ids`: how many are expected,
+        """The pairs (sample_id, rollout_idx < runs) of `sample_ids`: how many are expected,
         scored, and stored as an error that recurs (`curate.core.settled`)."""
         import polars as pl
 
@@ -329,9 +331,9 @@ class RolloutStore:
         total = ids.len() * runs
         if total == 0 or not self.shard_paths():
             return PairTally(expected=total, scored=0, settled=0)
-        stored = self.rollouts(["sample_id", "run_idx", "error", SETTLED_COLUMN])
+        stored = self.rollouts(["sample_id", "rollout_idx", "error", SETTLED_COLUMN])
         mine = stored.filter(
-            pl.col("run_idx").is_between(0, runs - 1) & pl.col("sample_id").is_in(ids.implode())
+            pl.col("rollout_idx").is_between(0, runs - 1) & pl.col("sample_id").is_in(ids.implode())
         )
         counts = mine.select(
             pl.col("error").is_null().sum().alias("scored"),
@@ -342,7 +344,7 @@ class RolloutStore:
 
 @dataclass(frozen=True, slots=True)
 class PairTally:
-    """Where a run's (sample_id, run_idx) pairs stand (`RolloutStore.pair_tally`)."""
+    """Where a run's (sample_id, rollout_idx) pairs stand (`RolloutStore.pair_tally`)."""
 
     expected: int
     scored: int
@@ -380,10 +382,10 @@ def _scan_shard(path: Path, cols: list[str], late: list[str]) -> pl.LazyFrame:
     """One shard's `cols`; a column added after the shard was written reads as null."""
     import polars as pl
 
-    lf = pl.scan_parquet(path)
+    lf = scan_rollout_file(path)
     if late:
         try:
-            have = set(pl.read_parquet_schema(path))
+            have = set(rollout_file_schema(path))
         except (pl.exceptions.PolarsError, OSError):
             have = set(late)  # unreadable: the scan fails and `_collect` names the shard
         absent = [name for name in late if name not in have]
@@ -408,7 +410,7 @@ def shard_problem(path: Path, columns: list[str]) -> str | None:
     import polars as pl
 
     try:
-        schema = pl.read_parquet_schema(path)
+        schema = rollout_file_schema(path)
         expected = rollout_schema()
         for name in columns:
             if name not in schema and name not in LATE_ROLLOUT_COLUMNS:

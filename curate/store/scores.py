@@ -27,14 +27,19 @@ from curate.errors import InputError, one_line
 from curate.store.duplicates import pairs_distinct
 from curate.store.manifest import RunManifest
 from curate.store.run_dir import RolloutStore, is_run_dir
-from curate.store.schema import REQUIRED_SCORE_COLUMNS, TOKEN_COLUMNS
+from curate.store.schema import (
+    REQUIRED_SCORE_COLUMNS,
+    TOKEN_COLUMNS,
+    rollout_file_schema,
+    with_current_names,
+)
 from curate.store.tables import TABLE_SUFFIXES, read_table, scan_table, table_format
 
 if TYPE_CHECKING:
     import polars as pl
 
 # The columns analysis needs; optional extras are carried when present.
-SCORE_COLUMNS = ("sample_id", "run_idx", "score", "error")
+SCORE_COLUMNS = ("sample_id", "rollout_idx", "score", "error")
 EXTRA_COLUMNS = (*TOKEN_COLUMNS, "truncated")
 
 
@@ -128,7 +133,7 @@ def load_scores(path: str | os.PathLike[str], *, deepening: bool = False) -> Sco
     table_format(path)  # unknown suffix -> InputError before reading
     try:
         # A .json file may hold one JSON array, which only the eager reader understands.
-        lf = read_table(path).lazy() if path.suffix.lower() == ".json" else scan_table(path)
+        lf = score_table(path, json_array=path.suffix.lower() == ".json")
         names = lf.collect_schema().names()
     except InputError:
         raise
@@ -171,6 +176,13 @@ def is_json(path: Path) -> bool:
     return path.suffix.lower() == ".json"
 
 
+def score_table(path: Path, *, json_array: bool) -> pl.LazyFrame:
+    """A score table given by a user, lazily, under today's column names (a .json file may hold
+    one JSON array, which only the eager reader understands)."""
+    lf = read_table(path).lazy() if json_array else scan_table(path)
+    return with_current_names(lf)
+
+
 def table_tokens(frame: pl.DataFrame) -> pl.DataFrame | None:
     """A table's token columns as integers (a value that is not one counts as missing)."""
     import polars as pl
@@ -186,11 +198,10 @@ def table_tokens(frame: pl.DataFrame) -> pl.DataFrame | None:
 
 def _stored_tokens(store: RolloutStore) -> pl.DataFrame | None:
     """The token columns of every row of every shard, when the shards have both."""
-    import polars as pl
 
     try:
         shards = store.shard_paths()
-        if not shards or not set(TOKEN_COLUMNS) <= set(pl.read_parquet_schema(shards[0])):
+        if not shards or not set(TOKEN_COLUMNS) <= set(rollout_file_schema(shards[0])):
             return None
         return store.scan(list(TOKEN_COLUMNS)).drop("_shard").collect()
     except input_errors():  # usage is optional: the scores decide whether a read works
@@ -198,12 +209,11 @@ def _stored_tokens(store: RolloutStore) -> pl.DataFrame | None:
 
 
 def shard_columns(store: RolloutStore) -> set[str]:
-    import polars as pl
 
     shards = store.shard_paths()
     if not shards:
         return set()
-    return set(pl.read_parquet_schema(shards[0]))
+    return set(rollout_file_schema(shards[0]))
 
 
 def _normalise(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
@@ -235,22 +245,26 @@ def _normalise(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
                 path=path,
             )
         frame = frame.with_columns(parsed.alias("score"))
-    if "run_idx" in frame.columns:
-        run_idx = frame["run_idx"]
-        if not run_idx.dtype.is_integer():
-            cast = run_idx.cast(pl.Int64, strict=False)
-            if cast.null_count() > run_idx.null_count():
-                raise InputError("run_idx is not an integer column", path=path)
-        if frame["run_idx"].null_count():
-            raise InputError("run_idx has missing values", path=path)
-        frame = frame.with_columns(pl.col("run_idx").cast(pl.Int32))
+    if "rollout_idx" in frame.columns:
+        rollout_idx = frame["rollout_idx"]
+        if not rollout_idx.dtype.is_integer():
+            cast = rollout_idx.cast(pl.Int64, strict=False)
+            if cast.null_count() > rollout_idx.null_count():
+                raise InputError("rollout_idx is not an integer column", path=path)
+        if frame["rollout_idx"].null_count():
+            raise InputError("rollout_idx has missing values", path=path)
+        frame = frame.with_columns(pl.col("rollout_idx").cast(pl.Int32))
     else:
         # No run index: number each sample's rows in file order.
         frame = frame.with_columns(
-            pl.int_range(pl.len()).over("sample_id").cast(pl.Int32).alias("run_idx")
+            pl.int_range(pl.len()).over("sample_id").cast(pl.Int32).alias("rollout_idx")
         )
     return frame.select(
-        "sample_id", "run_idx", "score", "error", *(c for c in EXTRA_COLUMNS if c in frame.columns)
+        "sample_id",
+        "rollout_idx",
+        "score",
+        "error",
+        *(c for c in EXTRA_COLUMNS if c in frame.columns),
     )
 
 
@@ -279,11 +293,11 @@ def _validate(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
 
 
 def _resolve_duplicates(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
-    """Drop exact repeats of a (sample_id, run_idx) row; refuse conflicting ones."""
+    """Drop exact repeats of a (sample_id, rollout_idx) row; refuse conflicting ones."""
     import polars as pl
 
-    sid, rid = pl.col("sample_id"), pl.col("run_idx")
-    # Fast path: sorted by (sample_id, run_idx) with strictly rising run_idx means
+    sid, rid = pl.col("sample_id"), pl.col("rollout_idx")
+    # Fast path: sorted by (sample_id, rollout_idx) with strictly rising rollout_idx means
     # no repeats, checked in one linear pass instead of a hash over all pairs.
     prev_sid = sid.shift(1)
     clean = frame.select(
@@ -291,24 +305,24 @@ def _resolve_duplicates(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
     ).item()
     if clean or pairs_distinct(frame):
         return frame
-    dup = pl.struct("sample_id", "run_idx").is_duplicated()
+    dup = pl.struct("sample_id", "rollout_idx").is_duplicated()
     repeated = frame.filter(dup)
     if repeated.height == 0:
         return frame
     conflicts = (
-        repeated.group_by("sample_id", "run_idx")
+        repeated.group_by("sample_id", "rollout_idx")
         .agg(pl.struct("score", "error").n_unique().alias("versions"))
         .filter(pl.col("versions") > 1)
-        .sort("sample_id", "run_idx")
+        .sort("sample_id", "rollout_idx")
     )
     if conflicts.height:
         row = conflicts.row(0, named=True)
         raise InputError(
-            f"conflicting rows for sample {row['sample_id']!r} run {row['run_idx']} "
+            f"conflicting rows for sample {row['sample_id']!r} run {row['rollout_idx']} "
             f"({conflicts.height} conflicting pair(s))",
             path=path,
         )
-    return frame.unique(subset=["sample_id", "run_idx"], keep="first", maintain_order=True)
+    return frame.unique(subset=["sample_id", "rollout_idx"], keep="first", maintain_order=True)
 
 
 # ------------------------------------------------ lengths (the report's truncation section)
@@ -357,13 +371,13 @@ def read_lengths(path: str | os.PathLike[str]) -> pl.DataFrame | None:
                 return None
             cols = [c for c in LENGTH_COLUMNS if c in have]
             first_n = descriptive_rows(store.manifest_if_any())
-            frame = store.rollouts(cols if first_n is None else [*cols, "run_idx"])
+            frame = store.rollouts(cols if first_n is None else [*cols, "rollout_idx"])
             if first_n is not None:  # a deepened run: its first N rollouts, as the scores
                 frame = frame.filter(first_n)
         else:
             if not path.is_file() or path.suffix.lower() not in TABLE_SUFFIXES:
                 return None
-            lf = read_table(path).lazy() if is_json(path) else scan_table(path)
+            lf = score_table(path, json_array=is_json(path))
             names = lf.collect_schema().names()
             if "completion_tokens" not in names or "sample_id" not in names or "score" not in names:
                 return None
@@ -404,7 +418,7 @@ def has_answers(path: str | os.PathLike[str]) -> bool:
             return is_run_dir(path) and ANSWER_COLUMN in shard_columns(RolloutStore(path))
         if not path.is_file() or path.suffix.lower() not in TABLE_SUFFIXES:
             return False
-        lf = read_table(path).lazy() if is_json(path) else scan_table(path)
+        lf = score_table(path, json_array=is_json(path))
         return ANSWER_COLUMN in lf.collect_schema().names()
     except unreadable:
         return False
@@ -437,7 +451,7 @@ def read_answers(path: str | os.PathLike[str]) -> pl.DataFrame | None:
         if frame.height == 0:
             raise InputError("run directory has no rollouts yet", path=path)
         return _validate(frame, path).select(cols)
-    lf = read_table(path).lazy() if is_json(path) else scan_table(path)
+    lf = score_table(path, json_array=is_json(path))
     names = lf.collect_schema().names()
     try:
         frame = lf.select(c for c in (*SCORE_COLUMNS, ANSWER_COLUMN) if c in names).collect()
@@ -454,7 +468,7 @@ COMPLETION_COLUMN = "completion"
 
 
 def scan_completions(path: str | os.PathLike[str], *, text: bool = True) -> pl.LazyFrame | None:
-    """sample_id, run_idx (null for a table without one), error, completion_tokens (null
+    """sample_id, rollout_idx (null for a table without one), error, completion_tokens (null
     when not counted) and completion of every stored row, lazily; None when the input
     stores no completion. Shards are not de-duplicated: a repeated pair is an error row
     a resume replaced (no completion) or an exact repeat, which a count over scored
@@ -473,7 +487,7 @@ def scan_completions(path: str | os.PathLike[str], *, text: bool = True) -> pl.L
             have = shard_columns(store) if store.shard_paths() else set()
             if COMPLETION_COLUMN not in have:
                 return None
-            cols = ["sample_id", "run_idx", "error", *([COMPLETION_COLUMN] if text else [])]
+            cols = ["sample_id", "rollout_idx", "error", *([COMPLETION_COLUMN] if text else [])]
             tokens = "completion_tokens" in have
             lf = store.scan(cols + (["completion_tokens"] if tokens else [])).drop("_shard")
             first_n = descriptive_rows(store.manifest_if_any())
@@ -482,14 +496,16 @@ def scan_completions(path: str | os.PathLike[str], *, text: bool = True) -> pl.L
         else:
             if not path.is_file() or path.suffix.lower() not in TABLE_SUFFIXES:
                 return None
-            lf = read_table(path).lazy() if is_json(path) else scan_table(path)
+            lf = score_table(path, json_array=is_json(path))
             names = lf.collect_schema().names()
             if COMPLETION_COLUMN not in names or "sample_id" not in names:
                 return None
             tokens = "completion_tokens" in names
             lf = lf.select(
                 "sample_id",
-                pl.col("run_idx") if "run_idx" in names else pl.lit(None).alias("run_idx"),
+                pl.col("rollout_idx")
+                if "rollout_idx" in names
+                else pl.lit(None).alias("rollout_idx"),
                 pl.col("error") if "error" in names else pl.lit(None).alias("error"),
                 COMPLETION_COLUMN,
                 *(["completion_tokens"] if tokens else []),
@@ -498,7 +514,7 @@ def scan_completions(path: str | os.PathLike[str], *, text: bool = True) -> pl.L
         return None  # the scores' own read names the problem
     return lf.select(
         pl.col("sample_id").cast(pl.String),
-        pl.col("run_idx").cast(pl.Int64),
+        pl.col("rollout_idx").cast(pl.Int64),
         pl.col("error").cast(pl.String),
         (pl.col("completion_tokens") if tokens else pl.lit(None))
         .cast(pl.Int64)

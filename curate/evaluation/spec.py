@@ -27,14 +27,14 @@ if TYPE_CHECKING:
 # well, small enough that a killed run loses little.
 DEFAULT_CHUNK_SIZE = 512
 # Rollouts per sample (-n) when not given.
-DEFAULT_RUNS = 8
+DEFAULT_ROLLOUTS = 8
 
 
 @dataclass(frozen=True)
 class Evaluation:
     """What to draw and how to grade it.
 
-    `runs` is one count for every sample (run_idx 0..runs-1), or a per-sample target
+    `runs` is one count for every sample (rollout_idx 0..runs-1), or a per-sample target
     (an adaptive round); a sample missing from that mapping draws nothing.
     """
 
@@ -45,7 +45,7 @@ class Evaluation:
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     mode: Mode = "chat"
     seed: int = 0
-    runs: int | Mapping[str, int] = DEFAULT_RUNS
+    runs: int | Mapping[str, int] = DEFAULT_ROLLOUTS
     chunk_size: int = DEFAULT_CHUNK_SIZE
     # How a rollout cut short is scored (checked once, where the run's options are read).
     truncation: Truncation = DEFAULT_TRUNCATION
