@@ -8,6 +8,7 @@ from typing import Any
 
 from curate.errors import InputError
 from curate.stats.agreement import Agreement, agreement
+from curate.store.manifest import RunManifest
 from curate.store.scores import load_scores
 
 
@@ -44,8 +45,7 @@ def load_agreement(first: str | os.PathLike[str], second: str | os.PathLike[str]
             path=first,
         )
 
-    def grader(manifest: dict[str, Any] | None) -> str | None:
-        value = (manifest or {}).get("grader")
-        return value if isinstance(value, str) else None
+    def grader(manifest: RunManifest | None) -> str | None:
+        return manifest.grader if manifest is not None else None
 
     return RunAgreement(str(first), str(second), grader(a.manifest), grader(b.manifest), result)

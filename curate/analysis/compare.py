@@ -222,7 +222,8 @@ def _view(
     # Every scored sample common (the usual case): no 100,000-id membership test.
     whole = scored.height == common.len()
     kept = scored if whole else frame.filter(pl.col("sample_id").is_in(common.implode()))
-    manifest = agg.manifest or {}
+    manifest = agg.manifest
+    adaptive = manifest is not None and manifest.adaptive
     # A deepened run's prior sees its deepening rows, as the report's does.
     deepened = deepened_aggregate(agg.source)
     prior_aggregate = None
@@ -237,7 +238,7 @@ def _view(
         else agg.rollouts.filter(pl.col("sample_id").cast(pl.String).is_in(common.implode())),
         threshold=threshold,
         group_size=group_size,
-        adaptive=bool(manifest.get("adaptive")),
+        adaptive=adaptive,
         aggregate=kept,
         nominal_runs=nominal_runs(manifest),
         prior_aggregate=prior_aggregate,
@@ -250,7 +251,7 @@ def _view(
         per_sample=analysis.per_sample,
         summary=analysis.summary,
         binary=analysis.binary,
-        adaptive=bool(manifest.get("adaptive")),
+        adaptive=adaptive,
     )
 
 

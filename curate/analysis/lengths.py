@@ -14,6 +14,8 @@ from curate.store.scores import excludes_truncated, read_lengths
 if TYPE_CHECKING:
     import polars as pl
 
+    from curate.store.manifest import RunManifest
+
 
 @dataclass
 class Lengths:
@@ -23,16 +25,9 @@ class Lengths:
     rows: pl.DataFrame
 
 
-def run_max_tokens(manifest: dict[str, Any] | None) -> int | None:
-    """The max_tokens a run generated with (None: a bare table, or not recorded)."""
-    sampling = (manifest or {}).get("sampling")
-    value = sampling.get("max_tokens") if isinstance(sampling, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def load_lengths(
     path: str | os.PathLike[str],
-    manifest: dict[str, Any] | None = None,
+    manifest: RunManifest | None = None,
     *,
     rows: pl.DataFrame | None = None,
     samples_hint: int | None = None,
@@ -47,7 +42,7 @@ def load_lengths(
         return None
     section = length_summary(
         rows,
-        max_tokens=run_max_tokens(manifest),
+        max_tokens=manifest.max_tokens if manifest is not None else None,
         excluded=excludes_truncated(manifest),
         samples_hint=samples_hint,
     )

@@ -26,15 +26,16 @@ from curate.stats.per_sample import (
     is_binary,
 )
 from curate.stats.usage import usage_section
-from curate.store.scores import (
+from curate.store.fast_scores import (
     AnyOrder,
     Layout,
     RunMajor,
     SampleMajor,
     ScoreRead,
-    load_scores,
     read_scores,
 )
+from curate.store.manifest import RunManifest
+from curate.store.scores import load_scores
 
 if TYPE_CHECKING:
     import polars as pl
@@ -65,7 +66,7 @@ class AggregatedScores:
         return self.source.rollouts
 
     @property
-    def manifest(self) -> dict[str, Any] | None:
+    def manifest(self) -> RunManifest | None:
         return self.source.manifest
 
     @property
@@ -178,7 +179,7 @@ class LoadedAnalysis:
         return self.source.path
 
     @property
-    def manifest(self) -> dict[str, Any] | None:
+    def manifest(self) -> RunManifest | None:
         return self.source.manifest
 
     @property
@@ -239,13 +240,13 @@ def load_analysis(
         if MULTIPLICITY not in agg.columns and is_binary(agg):
             agg = compress_binary_aggregate(agg, keys=("group",) if groups is not None else ())
     assert agg is not None
-    manifest = read.manifest or {}
+    manifest = read.manifest
     deepened = deepened_aggregate(read)
     analysis = analyze(
         read.rollouts,
         threshold=threshold,
         group_size=group_size,
-        adaptive=bool(manifest.get("adaptive")),
+        adaptive=manifest is not None and manifest.adaptive,
         aggregate=agg,
         errors=read.error_messages(),
         groups=groups if per_sample else None,

@@ -68,8 +68,8 @@ def run_status(run_dir: str | os.PathLike[str]) -> RunStatus:
     import polars as pl
 
     store = RolloutStore(run_dir)
-    manifest = store.read_manifest()
-    if manifest.get("adaptive"):
+    manifest = store.load_manifest()
+    if manifest.adaptive:
         raise InputError(
             "an adaptive run decides its own rollout counts, so nothing is 'missing'; "
             "see curate report",
@@ -81,10 +81,10 @@ def run_status(run_dir: str | os.PathLike[str]) -> RunStatus:
             "no samples.parquet with a sample_id column: not written by curate eval yet",
             path=store.run_dir,
         )
-    runs = int(manifest.get("runs") or 0)
-    shards = manifest.get("shards")
-    count = int(shards["count"]) if isinstance(shards, dict) and shards.get("count") else 1
-    shard_runs: dict[str, Any] = (shards.get("runs") or {}) if isinstance(shards, dict) else {}
+    runs = manifest.runs or 0
+    shards = manifest.shards or {}
+    count = int(shards.get("count") or 1)
+    shard_runs: dict[str, Any] = shards.get("runs") or {}
     ids = samples["sample_id"].cast(pl.String).unique()
     plan = pl.DataFrame(
         {

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from curate.stats.suspects import DEFAULT_MIN_N, DEFAULT_MIN_SHARE, check_parameters
+from curate.store.manifest import RunManifest
 from curate.store.scores import has_answers, read_answers
 
 if TYPE_CHECKING:
@@ -128,7 +129,7 @@ def report_suspects(
     asked: bool | None = None,
     min_n: int = DEFAULT_MIN_N,
     min_share: float = DEFAULT_MIN_SHARE,
-    manifest: dict[str, Any] | None = None,
+    manifest: RunManifest | None = None,
 ) -> SuspectCheck:
     """The check `curate report` shows: run when `asked`, or (asked None) when the input
     of `rollouts` rollouts has at most AUTO_CHECK_ROLLOUTS; otherwise, or without
@@ -146,7 +147,7 @@ def load_suspects(
     *,
     min_n: int = DEFAULT_MIN_N,
     min_share: float = DEFAULT_MIN_SHARE,
-    manifest: dict[str, Any] | None = None,
+    manifest: RunManifest | None = None,
 ) -> SuspectCheck:
     """Read the extracted answers of `path` (a run directory or a score table) and flag
     its suspect labels (`curate.stats.suspects.suspect_frame`), with each flagged
@@ -174,7 +175,7 @@ def load_suspects(
     return SuspectCheck(min_n=min_n, min_share=min_share, frame=frame.select(LISTED_COLUMNS))
 
 
-def _references(path: Path, ids: pl.Series, manifest: dict[str, Any] | None) -> pl.DataFrame:
+def _references(path: Path, ids: pl.Series, manifest: RunManifest | None) -> pl.DataFrame:
     """(sample_id, reference as text) for `ids`, from the run's samples.parquet; null
     references for a score table, or when the run names no answer field it has."""
     import polars as pl
@@ -186,13 +187,13 @@ def _references(path: Path, ids: pl.Series, manifest: dict[str, Any] | None) -> 
     if ids.len() == 0 or not (path.is_dir() and is_run_dir(path)):
         return empty
     store = RolloutStore(path)
-    if manifest is None and store.exists():
-        manifest = store.read_manifest()
+    if manifest is None:
+        manifest = store.manifest_if_any()
     samples = store.samples_path
     if not samples.is_file():
         return empty
     schema = pl.read_parquet_schema(samples)
-    field = (manifest or {}).get("answer_field")
+    field = manifest.answer_field if manifest is not None else None
     if not field:  # a manifest from before answer_field: the column `curate eval` would pick
         from curate.data.samples import ANSWER_FIELDS
 

@@ -14,6 +14,7 @@ from curate.cli.errors import handle_errors
 from curate.cli.options import GroupSizeOpt, ThresholdOpt
 from curate.cli.output import stdout_console, write_stdout
 from curate.cli.report import ReportFormat, append_step_summary
+from curate.core.outcome import DEFAULT_GROUP_SIZE, DEFAULT_THRESHOLD
 
 
 class ComparePlot(str, Enum):
@@ -90,8 +91,8 @@ def compare(
             show_default=False,
         ),
     ] = None,
-    threshold: ThresholdOpt = 0.01,
-    group_size: GroupSizeOpt = 8,
+    threshold: ThresholdOpt = DEFAULT_THRESHOLD,
+    group_size: GroupSizeOpt = DEFAULT_GROUP_SIZE,
 ) -> None:
     """Compare runs of the same samples: transitions, learned/forgotten, pass@k, evolution."""
     from curate.errors import UsageError

@@ -34,8 +34,10 @@ from curate.cli.judge_options import (
     judge_config,
 )
 from curate.core.reasoning import DEFAULT_TRUNCATION
+from curate.core.sampling import DEFAULT_SAMPLING
 from curate.errors import UsageError
-from curate.evaluation.spec import DEFAULT_CHUNK_SIZE
+from curate.evaluation.spec import DEFAULT_CHUNK_SIZE, DEFAULT_ROLLOUTS
+from curate.graders.base import DEFAULT_TIMEOUT_S
 from curate.graders.checks import DEFAULT_MAX_BAD_FRACTION
 
 if TYPE_CHECKING:
@@ -121,7 +123,7 @@ def eval_cmd(
     ] = "vllm",
     rollouts: Annotated[
         int, typer.Option("--rollouts", "-n", min=1, help="Rollouts per sample.", metavar="N")
-    ] = 8,
+    ] = DEFAULT_ROLLOUTS,
     out: Annotated[
         Path | None,
         typer.Option(
@@ -193,7 +195,7 @@ def eval_cmd(
             "the wall clock of each test case (a case past it is a timeout).",
             rich_help_panel=GRADING,
         ),
-    ] = 10.0,
+    ] = DEFAULT_TIMEOUT_S,
     score_range: Annotated[
         str | None,
         typer.Option(
@@ -293,16 +295,16 @@ def eval_cmd(
     ] = None,
     temperature: Annotated[
         float, typer.Option(min=0.0, metavar="X", rich_help_panel=SAMPLING)
-    ] = 1.0,
+    ] = DEFAULT_SAMPLING.temperature,
     top_p: Annotated[
         float, typer.Option(min=0.0, max=1.0, metavar="X", rich_help_panel=SAMPLING)
-    ] = 1.0,
+    ] = DEFAULT_SAMPLING.top_p,
     max_tokens: Annotated[
         int,
         typer.Option(
             min=1, help="Completion tokens per rollout.", metavar="N", rich_help_panel=SAMPLING
         ),
-    ] = 256,
+    ] = DEFAULT_SAMPLING.max_tokens,
     stop: Annotated[
         list[str] | None,
         typer.Option(

@@ -11,6 +11,7 @@ import typer
 
 from curate.cli.errors import handle_errors
 from curate.cli.options import GroupSizeOpt, RunArg, ThresholdOpt
+from curate.core.outcome import DEFAULT_GROUP_SIZE, DEFAULT_THRESHOLD
 from curate.stats.columns import DIFFICULTY_COLUMN, WEIGHT_COLUMN
 from curate.stats.compare import DEFAULT_ALPHA
 from curate.stats.weights import DEFAULT_DELTA
@@ -293,8 +294,8 @@ def filter_samples(
             rich_help_panel=INPUT,
         ),
     ] = None,
-    threshold: ThresholdOpt = 0.01,
-    group_size: GroupSizeOpt = 8,
+    threshold: ThresholdOpt = DEFAULT_THRESHOLD,
+    group_size: GroupSizeOpt = DEFAULT_GROUP_SIZE,
 ) -> None:
     """Keep the samples with learning signal; write the rest beside them with a drop_reason.
 

@@ -30,6 +30,7 @@ from curate.cli.judge_options import (
     judge_config,
 )
 from curate.errors import UsageError
+from curate.graders.base import DEFAULT_TIMEOUT_S
 
 # Panels keep the two ways in apart: a run to re-grade, or completions and their data.
 OUTSIDE = "Completions from outside curate"
@@ -164,7 +165,7 @@ def grade_cmd(
             metavar="SECONDS",
             help="Deadline per call of graders that run in worker processes.",
         ),
-    ] = 10.0,
+    ] = DEFAULT_TIMEOUT_S,
     score_range: Annotated[
         str | None,
         typer.Option(

@@ -11,6 +11,7 @@ import typer
 
 from curate.cli.errors import handle_errors
 from curate.cli.options import GroupSizeOpt, RunArg, ThresholdOpt
+from curate.core.outcome import DEFAULT_GROUP_SIZE, DEFAULT_THRESHOLD
 
 
 class PlotKind(str, Enum):
@@ -35,8 +36,8 @@ def plot(
         typer.Option("--output", "-o", help="Output file: .png, .svg or .pdf.", show_default=False),
     ] = None,
     kind: Annotated[PlotKind, typer.Option("--kind", "-k", help="Which plot.")] = PlotKind.variance,
-    threshold: ThresholdOpt = 0.01,
-    group_size: GroupSizeOpt = 8,
+    threshold: ThresholdOpt = DEFAULT_THRESHOLD,
+    group_size: GroupSizeOpt = DEFAULT_GROUP_SIZE,
 ) -> None:
     """Draw the variance plot, a pass-rate histogram, mixed-group odds against G, lengths,
     or an r3 run's reflective tokens of one SAMPLE."""

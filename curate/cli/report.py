@@ -14,6 +14,7 @@ import typer
 from curate.cli.errors import handle_errors
 from curate.cli.options import GroupSizeOpt, RunArg, ThresholdOpt
 from curate.cli.output import stdout_console, write_stdout
+from curate.core.outcome import DEFAULT_GROUP_SIZE, DEFAULT_THRESHOLD
 
 if TYPE_CHECKING:
     from curate.analysis.suspects import SuspectCheck
@@ -51,8 +52,8 @@ def report(
             help="table for people, json for machines, markdown for CI job summaries.",
         ),
     ] = ReportFormat.table,
-    threshold: ThresholdOpt = 0.01,
-    group_size: GroupSizeOpt = 8,
+    threshold: ThresholdOpt = DEFAULT_THRESHOLD,
+    group_size: GroupSizeOpt = DEFAULT_GROUP_SIZE,
     fail_under_signal: Annotated[
         float | None,
         typer.Option(

@@ -10,6 +10,7 @@ import typer
 
 from curate.cli.errors import handle_errors
 from curate.cli.options import GroupSizeOpt, ThresholdOpt
+from curate.core.outcome import DEFAULT_GROUP_SIZE, DEFAULT_THRESHOLD
 from curate.view.site import DEFAULT_MAX_CHARS  # imports no polars: `--help` stays light
 
 
@@ -57,8 +58,8 @@ def view(
             show_default=False,
         ),
     ] = None,
-    threshold: ThresholdOpt = 0.01,
-    group_size: GroupSizeOpt = 8,
+    threshold: ThresholdOpt = DEFAULT_THRESHOLD,
+    group_size: GroupSizeOpt = DEFAULT_GROUP_SIZE,
 ) -> None:
     """Write a static site of the runs' figures, a sample table and every rollout."""
     from curate.view import build_site

@@ -27,6 +27,8 @@ PASS_SCORE: Final = 1.0
 # close to the threshold counts as equal to it (so not "above" it), e.g. [0.4, 0.6].
 VARIANCE_TOLERANCE: Final = 1e-12
 DEFAULT_THRESHOLD: Final = 0.01
+# The training group size G the gate (mixed-group) odds are quoted at by default.
+DEFAULT_GROUP_SIZE: Final = 8
 
 Outcome = Literal["always_correct", "always_incorrect", "mixed"]
 Category = Literal["always_correct", "always_incorrect", "high_variance", "low_variance"]

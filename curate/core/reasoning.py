@@ -19,18 +19,28 @@ policy (`TRUNCATION_POLICIES`) says how it is scored and counted.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, Literal
+from enum import StrEnum
+from typing import Final
 
 THINK_OPEN: Final = "<think>"
 THINK_CLOSE: Final = "</think>"
 
-TruncationPolicy = Literal["grade", "wrong", "error", "exclude"]
-# grade: graded as it stands (an unclosed reasoning has no answer: 0); wrong: score 0;
-# error: an error row; exclude: graded and stored, left out of every statistic.
-TRUNCATION_POLICIES: Final[tuple[str, ...]] = ("grade", "wrong", "error", "exclude")
+
+class Truncation(StrEnum):
+    """How a rollout cut short is scored and counted (`--truncated`, the manifest's
+    `truncation`). A str: it is written to the manifest and compared as its name."""
+
+    GRADE = "grade"  # graded as it stands (an unclosed reasoning has no answer: 0)
+    WRONG = "wrong"  # score 0
+    ERROR = "error"  # an error row (settled: the same seed cuts it short again)
+    EXCLUDE = "exclude"  # graded and stored, left out of every statistic
+
+
+TRUNCATION_POLICIES: Final[tuple[str, ...]] = tuple(policy.value for policy in Truncation)
 # What verl and TRL do: the reward function sees the truncated text as it is.
-DEFAULT_TRUNCATION: Final = "grade"
+DEFAULT_TRUNCATION: Final = Truncation.GRADE
 # The manifest key; a run made before it existed graded truncated rollouts as they stood.
 TRUNCATION_KEY: Final = "truncation"
 # The error text of a cut-short rollout under the `error` policy (never retried: the
@@ -88,10 +98,20 @@ def cut_short(finish_reason: str | None, split: ReasoningSplit) -> bool:
     return finish_reason == "length" or split.closed is False
 
 
-def truncation_of(manifest: object) -> str:
-    """The truncation policy a manifest records; absent (an older run) is `grade`."""
-    if isinstance(manifest, dict):
-        value = manifest.get(TRUNCATION_KEY)
-        if isinstance(value, str) and value in TRUNCATION_POLICIES:
-            return value
+def parse_truncation(value: str) -> Truncation:
+    """`value` as a policy; ValueError naming the choices for anything else."""
+    try:
+        return Truncation(value)
+    except ValueError:
+        raise ValueError(
+            f"must be one of {', '.join(TRUNCATION_POLICIES)}, not {value!r}"
+        ) from None
+
+
+def truncation_of(manifest: Mapping[str, object] | None) -> Truncation:
+    """The truncation policy a manifest records; absent (an older run) is `grade`.
+    The manifest's reader (`curate.store.manifest`) has refused any other value."""
+    value = (manifest or {}).get(TRUNCATION_KEY)
+    if isinstance(value, str) and value in TRUNCATION_POLICIES:
+        return Truncation(value)
     return DEFAULT_TRUNCATION

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,3 +22,7 @@ class SamplingConfig:
             "max_tokens": self.max_tokens,
             "stop": list(self.stop),
         }
+
+
+# The defaults of --temperature, --top-p and --max-tokens.
+DEFAULT_SAMPLING: Final = SamplingConfig()

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from curate.data.layouts.base import Layout
+    from curate.store.manifest import RunManifest
 
 # Common column names, most specific first.
 PROMPT_FIELDS = ("prompt", "question", "problem", "input", "query", "instruction")
@@ -46,19 +47,18 @@ class FieldMap:
     layout: str | None = None
 
 
-def fields_of_manifest(manifest: dict[str, Any], where: object = None) -> FieldMap:
+def fields_of_manifest(manifest: RunManifest, where: object = None) -> FieldMap:
     """The fields a run's manifest records `curate eval` read its samples with (to build
     the same prompts and references again from the run's samples.parquet)."""
-    answer = manifest.get("answer_field")
-    if not isinstance(answer, str):
+    if manifest.answer_field is None:
         raise InputError("names no answer_field: cannot read the references", path=where)
     return FieldMap(
-        prompt_field=manifest.get("prompt_field"),
-        messages_field=manifest.get("messages_field"),
-        answer_field=answer,
-        id_field=manifest.get("id_field"),
-        template=manifest.get("template"),
-        layout=manifest.get("layout"),
+        prompt_field=manifest.prompt_field,
+        messages_field=manifest.messages_field,
+        answer_field=manifest.answer_field,
+        id_field=manifest.id_field,
+        template=manifest.template,
+        layout=manifest.layout,
     )
 
 

@@ -359,7 +359,7 @@ def _check_out(out: Path, completions: Path, force: bool) -> None:
     if not out.exists() or not any(out.iterdir()) or force:
         return
     previous = RolloutStore(out).previous_manifest() if (out / "manifest.json").is_file() else None
-    origin = (previous or {}).get("completions") or {}
+    origin = (previous.get("completions") if previous is not None else None) or {}
     if previous is not None and origin.get("file") == str(completions.resolve()):
         return  # the same file graded again: replaced
     raise UsageError(

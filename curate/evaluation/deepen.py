@@ -24,6 +24,7 @@ from curate.core.deepen import (
     deepen_records,
 )
 from curate.errors import UsageError
+from curate.store.manifest import as_manifest
 
 if TYPE_CHECKING:
     from curate.store.run_dir import RolloutStore
@@ -112,12 +113,13 @@ def plan_deepen(
             f"{where}: --deepen adds to a finished run and there is none here; run "
             "curate eval without --deepen first"
         )
-    if previous.get("adaptive"):
+    manifest = as_manifest(previous)  # a caller may hand the JSON object
+    if manifest.adaptive:
         raise UsageError(
             f"{where}: --deepen applies to fixed-N runs and this one is adaptive (its "
             "all-same prompts already drew up to the cap)"
         )
-    nominal = previous.get("runs")
+    nominal = manifest.runs
     if nominal != runs:
         raise UsageError(
             f"{where}: this run has -n {nominal}; give -n {nominal} with --deepen (the first "

@@ -23,8 +23,8 @@ from curate.backends.options import BackendOptions
 from curate.backends.registry import backend_options, open_backend
 from curate.core.deepen import DeepenRequest
 from curate.core.prompts import Mode
-from curate.core.reasoning import DEFAULT_TRUNCATION, TRUNCATION_POLICIES
-from curate.core.sampling import SamplingConfig
+from curate.core.reasoning import DEFAULT_TRUNCATION, Truncation, parse_truncation
+from curate.core.sampling import DEFAULT_SAMPLING, SamplingConfig
 from curate.core.shards import ShardSpec
 from curate.data.samples import (
     ANSWER_FIELDS,
@@ -41,9 +41,11 @@ from curate.evaluation.progress import Progress
 from curate.evaluation.runner import EvalResult, run_eval
 from curate.evaluation.settings import SCORE_KEYS, EvalSettings, score_differences
 from curate.evaluation.sharding import record_shard, shard_frame
-from curate.evaluation.spec import Evaluation
+from curate.evaluation.spec import DEFAULT_CHUNK_SIZE, DEFAULT_ROLLOUTS, Evaluation
+from curate.graders.base import DEFAULT_TIMEOUT_S
 from curate.graders.judge import JudgeConfig, judge_settings_of, judge_usage_of, merge_usage
 from curate.graders.registry import grader_kind
+from curate.store.manifest import RunManifest
 from curate.store.run_dir import PairTally, RolloutStore, set_aside_corrupt_shards
 
 if TYPE_CHECKING:
@@ -79,12 +81,12 @@ class EvalOptions:
     data: Path
     model: str
     backend: str = "vllm"
-    runs: int = 8
+    runs: int = DEFAULT_ROLLOUTS
     out: Path | None = None
     grader: str | None = None
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_tokens: int = 256
+    temperature: float = DEFAULT_SAMPLING.temperature
+    top_p: float = DEFAULT_SAMPLING.top_p
+    max_tokens: int = DEFAULT_SAMPLING.max_tokens
     stop: tuple[str, ...] = ()
     seed: int = 0
     mode: Mode | None = None  # None: chat when the model has a chat template
@@ -99,7 +101,7 @@ class EvalOptions:
     limit: int | None = None
     force_new: bool = False
     set_aside_corrupt: bool = False  # move unreadable shards into rollouts/corrupt/
-    chunk_size: int = 256
+    chunk_size: int = DEFAULT_CHUNK_SIZE
     # The backend's options: its schema object (VllmOptions, OpenAIOptions, FakeOptions)
     # or a mapping of the options given, validated against that schema.
     engine_options: BackendOptions | dict[str, Any] = field(default_factory=dict)
@@ -121,7 +123,7 @@ class EvalOptions:
     # worker processes, and a continuous reward's (low, high) range.
     reference_extract: str = "auto"
     max_bad_references: float = DEFAULT_MAX_BAD_FRACTION
-    grader_timeout: float = 10.0
+    grader_timeout: float = DEFAULT_TIMEOUT_S
     score_range: tuple[float, float] | None = None
     # Where `--grader reward-model` finds its server (curate/graders/reward_model.py).
     reward_model: RewardModelConfig | None = None
@@ -135,7 +137,8 @@ class EvalOptions:
     # A local engine's own output: to RUN/engine.log (True) or left on fds 1 and 2.
     engine_log: bool = True
     # How a rollout cut short (max_tokens, or reasoning never closed) is scored and
-    # counted: curate.core.reasoning.TRUNCATION_POLICIES.
+    # counted: a `curate.core.reasoning.Truncation` or its name, checked once by
+    # `evaluate`.
     truncation: str = DEFAULT_TRUNCATION
     # The longest prompt plus max_tokens checked against the model's context window
     # before anything starts (curate/evaluation/context.py).
@@ -258,10 +261,10 @@ def evaluate(
     raises `Interrupted` (a KeyboardInterrupt) saying how many rollouts are stored."""
     if opts.runs < 1:
         raise UsageError("--rollouts must be at least 1")
-    if opts.truncation not in TRUNCATION_POLICIES:
-        raise UsageError(
-            f"--truncated must be one of {', '.join(TRUNCATION_POLICIES)}, not {opts.truncation!r}"
-        )
+    try:
+        truncation = parse_truncation(opts.truncation)
+    except ValueError as exc:
+        raise UsageError(f"--truncated {exc}") from None
     policy = adaptive_policy(opts)
     check_shard_options(opts)
     deepen = deepen_options(opts)
@@ -285,7 +288,7 @@ def evaluate(
             raise refusal
         if opts.context_check:
             _check_context(opts, pf)
-        return _evaluate(opts, progress, policy, options, pf, status, deepen)
+        return _evaluate(opts, progress, policy, options, pf, status, truncation, deepen)
     finally:
         pf.close()
 
@@ -312,6 +315,7 @@ def _evaluate(
     options: BackendOptions,
     pf: Preflight,
     status: Status | None,
+    truncation: Truncation,
     deepen_req: DeepenRequest | None = None,
 ) -> EvalOutcome:
     frame, fields, grader = pf.frame, pf.fields, pf.grader
@@ -350,7 +354,7 @@ def _evaluate(
         score_range=list(opts.score_range) if opts.score_range is not None else None,
         reward_model=reward_model_record(grader),
         **judge_settings_of(grader),
-        truncation=opts.truncation,
+        truncation=truncation,
         grader_notes=list(pf.grader_notes) or None,
     )
     # Refuse a mismatched resume before paying for an engine start.
@@ -391,7 +395,7 @@ def _evaluate(
             settings.mode = mode
             settings.chat_template_sha256 = info.chat_template_sha256 if mode == "chat" else None
 
-            def build(previous: dict[str, Any] | None) -> dict[str, Any]:
+            def build(previous: RunManifest | None) -> dict[str, Any]:
                 body = settings.manifest(previous=previous)
                 body["backend_info"] = {"model": info.model, **info.extra}
                 if opts.split is not None:
@@ -399,7 +403,7 @@ def _evaluate(
                 body["reference_check"] = pf.check_record()
                 return with_record(body, previous, deepen)
 
-            def check(previous: dict[str, Any] | None, body: dict[str, Any]) -> None:
+            def check(previous: RunManifest | None, body: dict[str, Any]) -> None:
                 _check_resume(previous, body, run_dir, ignore=set())
 
             evaluation = Evaluation(
@@ -412,7 +416,7 @@ def _evaluate(
                 seed=opts.seed,
                 runs=targets,
                 chunk_size=opts.chunk_size,
-                truncation=opts.truncation,
+                truncation=truncation,
                 unusable_references=pf.check.unusable,
             )
             if opts.shard is None:
@@ -441,7 +445,7 @@ def _evaluate(
                 usage = judge_usage_of(grader)
                 if usage is not None:
                     manifest["judge_usage"] = merge_usage(
-                        (previous or {}).get("judge_usage"), usage
+                        previous.get("judge_usage") if previous is not None else None, usage
                     )
                 if usage is not None or policy is not None:
                     store.write_manifest(manifest)
@@ -586,19 +590,19 @@ def adaptive_policy(opts: EvalOptions) -> AdaptivePolicy | None:
 
 
 def _manifest_policy(
-    policy: AdaptivePolicy | None, previous: dict[str, Any] | None
+    policy: AdaptivePolicy | None, previous: RunManifest | None
 ) -> dict[str, Any] | None:
     """This run's adaptive parameters; once adaptive, a run stays marked adaptive (its
     unequal rollout counts remain after a fixed-N top-up)."""
     if policy is not None:
         return policy.params()
-    if previous and previous.get("adaptive"):
-        return dict(previous.get("adaptive_policy") or {})
+    if previous is not None and previous.adaptive:
+        return dict(previous.adaptive_policy or {})
     return None
 
 
 def _check_resume(
-    previous: dict[str, Any] | None, new: dict[str, Any], run_dir: Path, *, ignore: set[str]
+    previous: RunManifest | None, new: dict[str, Any], run_dir: Path, *, ignore: set[str]
 ) -> None:
     if previous is None:
         return

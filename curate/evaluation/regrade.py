@@ -28,7 +28,7 @@ from curate.data.samples import build_prompts, fields_of_manifest, references_by
 from curate.errors import InputError, UsageError
 from curate.evaluation.runner import GRADER_ERROR_PREFIX, sample_contexts
 from curate.graders import get_grader
-from curate.graders.base import grade, needs_context
+from curate.graders.base import DEFAULT_TIMEOUT_S, grade, needs_context
 from curate.graders.judge import (
     CACHE_FILE,
     JudgeConfig,
@@ -37,6 +37,7 @@ from curate.graders.judge import (
 )
 from curate.graders.references import extract_mode_of_manifest, extract_references
 from curate.graders.registry import grader_kind
+from curate.store.manifest import RunManifest
 from curate.store.run_dir import RolloutStore
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ class RegradeOptions:
     source: Path
     out: Path
     grader: str
-    grader_timeout: float = 10.0
+    grader_timeout: float = DEFAULT_TIMEOUT_S
     score_range: tuple[float, float] | None = None
     judge: JudgeConfig | None = None
     force: bool = False  # replace an existing OUT that is another run
@@ -90,9 +91,9 @@ def check_target(opts: RegradeOptions) -> None:
     if not out.exists() or not any(out.iterdir()) or opts.force:
         return
     previous = RolloutStore(out).previous_manifest() if (out / "manifest.json").is_file() else None
-    origin = (previous or {}).get("regraded_from") or {}
-    same_source = origin.get("run") == str(src) and previous is not None
-    if same_source and (previous or {}).get("grader") == opts.grader.strip():
+    origin = (previous.get("regraded_from") if previous is not None else None) or {}
+    same_source = previous is not None and origin.get("run") == str(src)
+    if same_source and previous is not None and previous.grader == opts.grader.strip():
         return  # the same re-grade again: rewritten (the judge's cache makes it cheap)
     raise UsageError(
         f"--out {opts.out}: already holds another run; choose a new directory or pass "
@@ -100,7 +101,7 @@ def check_target(opts: RegradeOptions) -> None:
     )
 
 
-def _source(opts: RegradeOptions) -> tuple[RolloutStore, dict[str, Any], pl.DataFrame]:
+def _source(opts: RegradeOptions) -> tuple[RolloutStore, RunManifest, pl.DataFrame]:
     store = RolloutStore(opts.source)
     if opts.source.is_file():
         raise InputError(
@@ -116,7 +117,7 @@ def _source(opts: RegradeOptions) -> tuple[RolloutStore, dict[str, Any], pl.Data
             "completions of a `curate eval` run",
             path=opts.source,
         )
-    manifest = store.read_manifest()
+    manifest = store.load_manifest()
     samples = store.read_samples()
     if samples is None:
         raise InputError("the run has no samples.parquet", path=opts.source)
@@ -162,12 +163,12 @@ def regrade(opts: RegradeOptions, *, say: Any = None) -> RegradeResult:
     try:
         contexts = None
         if needs_context(grader):
-            mode: Mode = "completion" if manifest.get("mode") == "completion" else "chat"
+            mode: Mode = manifest.prompt_mode
             prompts = dict(
                 zip(
                     samples["sample_id"].to_list(),
                     build_prompts(
-                        samples, fields, mode, system=manifest.get("system"), source=opts.source
+                        samples, fields, mode, system=manifest.system, source=opts.source
                     ),
                     strict=True,
                 )
@@ -262,7 +263,7 @@ def grade_chunk(
 
 
 def _manifest(
-    source: dict[str, Any], opts: RegradeOptions, grader: Any, result: RegradeResult
+    source: RunManifest, opts: RegradeOptions, grader: Any, result: RegradeResult
 ) -> dict[str, Any]:
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     body = {
@@ -279,7 +280,7 @@ def _manifest(
         updated_at=now,
         regraded_from={
             "run": str(opts.source.resolve()),
-            "grader": source.get("grader"),
+            "grader": source.grader,
             "score_range": source.get("score_range"),
             "judge": source.get("judge"),
             "rollouts": result.rollouts,

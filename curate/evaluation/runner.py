@@ -27,6 +27,7 @@ from curate.core.reasoning import (
     DEFAULT_TRUNCATION,
     TRUNCATED_ERROR_PREFIX,
     TRUNCATION_POLICIES,
+    Truncation,
     cut_short,
     joined,
     separated,
@@ -240,7 +241,7 @@ def grade_generations(
     references: Mapping[str, Any],
     grader: Grader,
     contexts: Mapping[str, SampleContext] | None = None,
-    truncation: str = DEFAULT_TRUNCATION,
+    truncation: Truncation = DEFAULT_TRUNCATION,
     unusable: Collection[str] = frozenset(),
     group: Callable[[list[Rollout]], None] | None = None,
 ) -> dict[str, list[Any]]:
@@ -257,7 +258,7 @@ def grade_generations(
     `unusable` (its reference failed the pre-run check); retryable otherwise. `group`,
     when given, grades the rollouts in place of `grader` (a grade that reads the
     rollout's siblings: `curate.evaluation.r3`)."""
-    if truncation not in TRUNCATION_POLICIES:
+    if truncation not in TRUNCATION_POLICIES:  # the options were checked: a caller's bug
         raise ValueError(f"unknown truncation policy {truncation!r}")
     whole_text = sees_reasoning(grader)
     records: list[Rollout] = []
@@ -293,9 +294,9 @@ def grade_generations(
             record.completion, record.reasoning = split.answer, split.reasoning
             record.reasoning_closed = split.closed
             record.truncated = cut_short(gen.finish_reason, split)
-            if record.truncated and truncation == "wrong":
+            if record.truncated and truncation == Truncation.WRONG:
                 record.score = 0.0
-            elif record.truncated and truncation == "error":
+            elif record.truncated and truncation == Truncation.ERROR:
                 record.error = TRUNCATED_ERROR_PREFIX + (
                     "reasoning never closed"
                     if split.closed is False

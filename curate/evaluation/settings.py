@@ -4,12 +4,13 @@ compared on resume."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from curate import __version__
 from curate.core.prompts import Mode
-from curate.core.reasoning import DEFAULT_TRUNCATION, TRUNCATION_KEY, truncation_of
+from curate.core.reasoning import DEFAULT_TRUNCATION, TRUNCATION_KEY, Truncation, truncation_of
 from curate.core.sampling import SamplingConfig
 
 # Manifest keys whose change would change the scores: a resume must refuse them.
@@ -76,12 +77,12 @@ class EvalSettings:
     judge: dict[str, Any] | None = None
     judge_options: dict[str, Any] | None = None
     # How a rollout cut short is scored and counted (curate.core.reasoning).
-    truncation: str = DEFAULT_TRUNCATION
+    truncation: Truncation = DEFAULT_TRUNCATION
     # The grader's own start lines (the code grader: test layouts, sandbox, limits), so a
     # run says what fenced its programs. Not a score key: the machine may change.
     grader_notes: list[str] | None = None
 
-    def manifest(self, *, previous: dict[str, Any] | None = None) -> dict[str, Any]:
+    def manifest(self, *, previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The manifest body. Secrets never enter it: settings hold no keys."""
         now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         body = asdict(self)
@@ -111,7 +112,7 @@ def score_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
             # A run made before the policy existed graded cut-short rollouts as they stood.
             a, b = truncation_of(old), truncation_of(new)
             if a != b:
-                diffs.append(f"--truncated {a!r} -> {b!r}")
+                diffs.append(f"--truncated {a.value!r} -> {b.value!r}")
         elif key == "reference_extract":
             a, b = extract_mode_of(a), extract_mode_of(b)
             if a != b:

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from curate.core.shards import ShardSpec
 from curate.errors import UsageError
-from curate.store.run_dir import RolloutStore, RunDirBusyError
+from curate.store.locks import RunDirBusyError
+from curate.store.manifest import RunManifest
+from curate.store.run_dir import RolloutStore
 
 if TYPE_CHECKING:
     import polars as pl
@@ -34,7 +36,7 @@ def shard_frame(frame: pl.DataFrame, shard: ShardSpec | None) -> pl.DataFrame:
     return frame.filter(pl.col("sample_id").is_in(owned))
 
 
-def binding_manifest(store: RolloutStore, shard: ShardSpec) -> dict[str, Any] | None:
+def binding_manifest(store: RolloutStore, shard: ShardSpec) -> RunManifest | None:
     """The manifest a shard writer must match: the stored one once any rollout is
     stored or another shard writer is at work (its settings are fixed from its start,
     before it has stored anything); None for a fresh directory. Call under
@@ -44,7 +46,7 @@ def binding_manifest(store: RolloutStore, shard: ShardSpec) -> dict[str, Any] | 
     others = {key for key in store.shard_writers() if key != str(shard)}
     if not store.shard_paths() and not others:
         return None
-    return store.read_manifest()
+    return store.load_manifest()
 
 
 def refuse_other_shard_counts(store: RolloutStore, shard: ShardSpec) -> None:
@@ -65,8 +67,8 @@ def record_shard(
     shard: ShardSpec,
     runs: int,
     limit: int | None,
-    build: Callable[[dict[str, Any] | None], dict[str, Any]],
-    check: Callable[[dict[str, Any] | None, dict[str, Any]], None],
+    build: Callable[[RunManifest | None], dict[str, Any]],
+    check: Callable[[RunManifest | None, dict[str, Any]], None],
     samples: pl.DataFrame,
 ) -> dict[str, Any]:
     """Check this shard's settings against the run's and write the manifest (and the
@@ -80,15 +82,15 @@ def record_shard(
         previous = binding_manifest(store, shard)
         manifest = build(previous)
         check(previous, manifest)
-        if previous is not None and previous.get("limit") != limit:
+        if previous is not None and previous.limit != limit:
             raise UsageError(
-                f"{store.run_dir}: this run was made with --limit {previous.get('limit')}, "
+                f"{store.run_dir}: this run was made with --limit {previous.limit}, "
                 f"this shard asks for --limit {limit}; every shard of a run needs the same "
                 "samples"
             )
         shards_runs: dict[str, int] = {}
-        earlier = (previous or {}).get("shards")
-        if isinstance(earlier, dict) and earlier.get("count") == shard.count:
+        earlier = previous.shards if previous is not None else None
+        if earlier is not None and earlier.get("count") == shard.count:
             shards_runs = {str(k): int(v) for k, v in (earlier.get("runs") or {}).items()}
         shards_runs[str(shard.index)] = runs
         manifest["shards"] = {

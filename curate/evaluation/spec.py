@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from curate.core.prompts import Mode, Prompt
-from curate.core.reasoning import DEFAULT_TRUNCATION
+from curate.core.reasoning import DEFAULT_TRUNCATION, Truncation
 from curate.core.sampling import SamplingConfig
 
 if TYPE_CHECKING:
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 # Prompts per engine call, and per shard: large enough that the engine batches
 # well, small enough that a killed run loses little.
 DEFAULT_CHUNK_SIZE = 512
+# Rollouts per sample (-n) when not given.
+DEFAULT_ROLLOUTS = 8
 
 
 @dataclass(frozen=True)
@@ -43,10 +45,10 @@ class Evaluation:
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     mode: Mode = "chat"
     seed: int = 0
-    runs: int | Mapping[str, int] = 8
+    runs: int | Mapping[str, int] = DEFAULT_ROLLOUTS
     chunk_size: int = DEFAULT_CHUNK_SIZE
-    # How a rollout cut short is scored (curate.core.reasoning.TRUNCATION_POLICIES).
-    truncation: str = DEFAULT_TRUNCATION
+    # How a rollout cut short is scored (checked once, where the run's options are read).
+    truncation: Truncation = DEFAULT_TRUNCATION
     # Samples whose reference the pre-run check found unusable: a grader error on one
     # of them recurs on every re-run, so it is stored as settled (curate.core.settled).
     unusable_references: frozenset[str] = frozenset()

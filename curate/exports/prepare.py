@@ -23,6 +23,7 @@ from curate.exports.base import (
 from curate.exports.columns import Role
 from curate.exports.kind import DEFAULT_ABILITY, Kind, ability_for, task_kind
 from curate.stats.columns import STAT_COLUMNS, WEIGHT_COLUMN
+from curate.store.manifest import RunManifest
 
 WEIGHTS_ID = "sample_id"
 WEIGHTS_VALUE = WEIGHT_COLUMN
@@ -31,7 +32,7 @@ WEIGHTS_VALUE = WEIGHT_COLUMN
 def export_fields(
     samples: pl.DataFrame,
     *,
-    manifest: Mapping[str, Any] | None = None,
+    manifest: RunManifest | None = None,
     prompt_field: str | None = None,
     answer_field: str | None = None,
     template: str | None = None,
@@ -39,16 +40,16 @@ def export_fields(
 ) -> FieldMap:
     """The prompt and answer fields: given names win, then the run's manifest (what
     `curate eval` used), then the same defaults `curate eval` applies."""
-    m = manifest or {}
+    m = manifest or RunManifest()
     if template is None and prompt_field is None:
-        template = m.get("template")
+        template = m.template
         if template is None:
-            prompt_field = m.get("messages_field") or m.get("prompt_field")
-    answer_field = answer_field or m.get("answer_field")
+            prompt_field = m.messages_field or m.prompt_field
+    answer_field = answer_field or m.answer_field
     # The layout `curate eval` read the data with renders the same prompts (multiple
     # choice options) and references (index -> letter); a run made before layouts
     # existed has none; samples without a run are recognised as eval would.
-    layout = m.get("layout") if manifest is not None else "auto"
+    layout = m.layout if manifest is not None else "auto"
     return resolve_fields(
         samples,
         prompt_field=prompt_field,

@@ -14,7 +14,6 @@ import os
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
@@ -43,6 +42,7 @@ from curate.filtering.weights import table_weights
 from curate.stats.compare import SETS, transition_name
 from curate.stats.weights import STD, weight_table
 from curate.store.atomic import atomic_path
+from curate.store.manifest import RunManifest
 from curate.store.tables import read_table
 
 _TABLE_SUFFIXES = (".jsonl", ".ndjson", ".json", ".parquet", ".pq")
@@ -145,7 +145,7 @@ def select(checked: CheckedRequest) -> Selection:
     id_field = r.id_field
     if id_field is None:
         id_field = "sample_id" if samples is None or "sample_id" in samples.columns else "id"
-    if (loaded.manifest or {}).get("adaptive"):
+    if loaded.manifest is not None and loaded.manifest.adaptive:
         # An adaptive run stops drawing once a sample is mixed, which biases c/n toward
         # 1/2: bound the posterior mean instead.
         spec = replace(spec, rate_column="smoothed_pass_rate")
@@ -315,7 +315,7 @@ def _fields(checked: CheckedRequest, selection: Selection) -> FieldMap | None:
     r, data = checked.request, checked.data
     return export_fields(
         selection.samples,
-        manifest=None if data is not None else (selection.loaded.manifest or {}),
+        manifest=None if data is not None else (selection.loaded.manifest or RunManifest()),
         prompt_field=r.prompt_field,
         answer_field=r.answer_field,
         template=r.template,
@@ -333,13 +333,13 @@ def _batch(
     """One file's rows as an `ExportBatch`: prompts built as the run built them, the
     statistics, weights, plan and curriculum columns carried."""
     r, data = checked.request, checked.data
-    manifest = selection.loaded.manifest or {}
+    manifest = selection.loaded.manifest or RunManifest()
     origin = data or checked.run
     batch = prepare_batch(
         rows,
         fields=fields,
-        mode="completion" if manifest.get("mode") == "completion" else "chat",
-        system=r.system if r.system is not None else manifest.get("system"),
+        mode=manifest.prompt_mode,
+        system=r.system if r.system is not None else manifest.system,
         data_source=r.data_source,
         default_source=default_data_source(manifest, data),
         stats=r.stats,
@@ -408,7 +408,7 @@ def _with_transitions(
 
 
 def _with_suspect_labels(
-    per_sample: pl.DataFrame, run: Path, choice: str, manifest: dict[str, Any] | None
+    per_sample: pl.DataFrame, run: Path, choice: str, manifest: RunManifest | None
 ) -> tuple[pl.DataFrame, int]:
     """`per_sample` with a boolean `suspect_label` column, and how many are flagged."""
     check = load_suspects(run, manifest=manifest)

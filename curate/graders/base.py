@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from curate.graders.text import strip_think
 
@@ -249,6 +249,10 @@ def scored(
     return GradeResult(score=score, extracted=extracted, raw_score=raw)
 
 
+# The per-call deadline of graders that run in worker processes (--grader-timeout).
+DEFAULT_TIMEOUT_S: Final = 10.0
+
+
 @dataclass(frozen=True, slots=True)
 class GraderOptions:
     """What `get_grader` hands every grader factory besides the spec.
@@ -259,7 +263,7 @@ class GraderOptions:
     `reward_model`: where `reward-model` finds its server.
     """
 
-    timeout_s: float = 10.0
+    timeout_s: float = DEFAULT_TIMEOUT_S
     score_range: ScoreRange | None = None
     workers: int | None = None
     reward_model: RewardModelConfig | None = None

@@ -42,6 +42,7 @@ from typing import Any
 
 from curate.errors import UsageError
 from curate.graders.base import (
+    DEFAULT_TIMEOUT_S,
     GradeResult,
     GraderOptions,
     ScoreRange,
@@ -218,7 +219,7 @@ class UserFunctionGrader(PooledGrader):
         name: str,
         target: UserTarget,
         *,
-        timeout_s: float = 10.0,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
         workers: int = DEFAULT_WORKERS,
         score_range: ScoreRange | None = None,
     ) -> None:

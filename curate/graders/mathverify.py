@@ -26,6 +26,7 @@ from typing import Any
 
 from curate.errors import MissingExtraError, UsageError
 from curate.graders.base import (
+    DEFAULT_TIMEOUT_S,
     UNFINISHED_THINKING,
     GradeResult,
     GraderOptions,
@@ -116,7 +117,7 @@ class MathGrader(PooledGrader):
         self,
         name: str = "math",
         *,
-        timeout_s: float = 10.0,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
         workers: int = DEFAULT_WORKERS,
         worker: WorkerFn = verify_one,
         preload: tuple[str, ...] = ("math_verify",),

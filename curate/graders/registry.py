@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from curate.core.registry import Registry, did_you_mean
 from curate.errors import CurateError, UsageError
-from curate.graders.base import Grader, GraderOptions, ScoreRange
+from curate.graders.base import DEFAULT_TIMEOUT_S, Grader, GraderOptions, ScoreRange
 from curate.graders.numeric import reference_number
 
 if TYPE_CHECKING:
@@ -163,7 +163,7 @@ def _unknown(spec: str) -> UsageError:
 def get_grader(
     spec: str,
     *,
-    timeout_s: float = 10.0,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
     score_range: tuple[float, float] | None = None,
     workers: int | None = None,
     reward_model: RewardModelConfig | None = None,

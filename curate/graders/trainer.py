@@ -34,6 +34,7 @@ from typing import Any, cast
 
 from curate.errors import MissingExtraError
 from curate.graders.base import (
+    DEFAULT_TIMEOUT_S,
     GradeResult,
     GraderOptions,
     GradingError,
@@ -245,7 +246,7 @@ class TrlGrader(UserFunctionGrader):
         name: str,
         target: UserTarget,
         *,
-        timeout_s: float = 10.0,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
         workers: int = DEFAULT_WORKERS,
         score_range: ScoreRange | None = None,
         batch_size: int = DEFAULT_TRL_BATCH,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from curate.core.outcome import DEFAULT_THRESHOLD
 from curate.plots._common import (
     BEST_COLOR,
     CATEGORY_COLORS,
@@ -60,7 +61,7 @@ def variance_figure(
     per_sample: pl.DataFrame,
     *,
     title: str | None = None,
-    threshold: float = 0.01,
+    threshold: float = DEFAULT_THRESHOLD,
 ) -> Figure:
     """Mean ± std (blue) and best score (red crosses) per sample, sorted into category bands.
 

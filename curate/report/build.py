@@ -66,7 +66,7 @@ def build_report(
     summary's `trainer_settings`."""
     from curate.analysis import load_analysis
     from curate.analysis.lengths import load_lengths
-    from curate.core.reasoning import truncation_of
+    from curate.core.reasoning import DEFAULT_TRUNCATION, Truncation
     from curate.stats.lengths import length_warnings
     from curate.stats.suspects import check_parameters
 
@@ -106,8 +106,8 @@ def build_report(
     # (from the rows the read above holds; token counts and outcomes, never the text).
     # Every counted rollout is scored unless cut-short ones are error rows or excluded:
     # then the summary's sample count is the length section's too.
-    policy = truncation_of(loaded.manifest)
-    hint = loaded.summary.samples if policy in ("grade", "wrong") else None
+    policy = loaded.manifest.truncation if loaded.manifest is not None else DEFAULT_TRUNCATION
+    hint = loaded.summary.samples if policy in (Truncation.GRADE, Truncation.WRONG) else None
     lengths = load_lengths(path, loaded.manifest, rows=loaded.source.lengths(), samples_hint=hint)
     if lengths is not None:
         loaded.summary.extra["lengths"] = lengths.section

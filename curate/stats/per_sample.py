@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from curate.core.outcome import (
+    DEFAULT_GROUP_SIZE,
     DEFAULT_THRESHOLD,
     PASS_SCORE,
     category_expr,
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
 
     from curate.stats.prior import Prior
 
-DEFAULT_GROUP_SIZE = 8
 # In a compressed frame (one row per distinct statistics, no sample_id), how many
 # samples a row stands for. Data-set statistics weight every row by it.
 MULTIPLICITY = "multiplicity"

@@ -1,9 +1,9 @@
 """The run directory: manifest, input samples, and append-only rollout shards.
 
-Layout (documented in the README):
+Layout (docs/reference/run-directory.md):
 
     RUN/
-      manifest.json        what produced the run (never a secret)
+      manifest.json        what produced the run (never a secret): curate.store.manifest
       samples.parquet      the input samples with their original fields + sample_id
       rollouts/part-*.parquet   append-only shards, written atomically
       rollouts/corrupt/    shards set aside by `curate eval --set-aside-corrupt`
@@ -12,43 +12,39 @@ Layout (documented in the README):
       .manifest.lock       taken for a moment by shard writers to check and write the
                            manifest (left in place: removing it would race)
 
-One writer at a time: `RolloutStore.writer()` holds an exclusive `flock` on RUN/.lock
-for the whole writing session, so a second `curate eval` on the same directory is
-refused instead of writing every rollout a second time.
-
-Array jobs (`--shard I/K`) write disjoint samples, so K of them may write at once:
-each holds a *shared* flock on RUN/.lock (which keeps an unsharded writer out, and is
-refused while one writes) and an exclusive flock on its own RUN/.lock.shard-I-of-K
-(which refuses a second writer of the same shard). Shard writers check and update the
-manifest under RUN/.manifest.lock, so the first one's settings bind the others.
-
-Readers de-duplicate on (sample_id, rollout_idx): a scored row beats an error row (a
-resumed run re-tries failed rollouts), and of two error rows the later shard wins.
-Two *scored* rows with different scores are a conflict (two writers at once): reading
-refuses them rather than pick one.
+`RolloutStore` owns one such directory. Its writer lock (one writer at a time, or K
+shard writers side by side) is `curate.store.locks`; readers de-duplicate on
+(sample_id, rollout_idx) by the rule of `curate.store.duplicates`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import itertools
-import json
 import os
 import shutil
-import socket
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curate.core.settled import SETTLED_COLUMN, settled_error_expr, settled_expr
 from curate.core.shards import ShardSpec
-from curate.errors import InputError, RunError
+from curate.errors import InputError
 from curate.store.atomic import atomic_path, atomic_write_text
+from curate.store.duplicates import resolve_repeats, strictly_sorted
+from curate.store.locks import (
+    LOCK_FILE,
+    LockHolder,
+    hold_manifest_lock,
+    hold_writer_lock,
+    shard_lock_holders,
+    shard_lock_path,
+    shard_writers,
+)
+from curate.store.manifest import RunManifest, manifest_text, read_manifest_file
 from curate.store.schema import (
-    FORMAT_VERSION,
     LATE_ROLLOUT_COLUMNS,
     MANIFEST_FILE,
     ROLLOUT_COLUMNS,
@@ -64,12 +60,6 @@ if TYPE_CHECKING:
 
 _shard_counter = itertools.count()
 
-LOCK_FILE = ".lock"
-SHARD_LOCK_PREFIX = ".lock.shard-"  # + "I-of-K"
-MANIFEST_LOCK_FILE = ".manifest.lock"
-# How long a shard writer retries a lock held for a moment by a finishing writer (or a
-# `curate status` probe) before it calls the run busy.
-LOCK_PATIENCE_S = 1.0
 CORRUPT_DIR = "corrupt"
 SET_ASIDE_OPTION = "--set-aside-corrupt"
 # Columns every shard must have, with these dtypes, for a reader to use it at all.
@@ -80,52 +70,6 @@ def is_run_dir(path: str | os.PathLike[str]) -> bool:
     """True when `path` looks like a directory written by `curate eval`."""
     path = Path(path)
     return path.is_dir() and ((path / MANIFEST_FILE).is_file() or (path / ROLLOUTS_DIR).is_dir())
-
-
-class RunDirBusyError(RunError):
-    """Another process holds the run directory's writer lock.
-
-    Exit 1, not 2: the command is right and nothing is wrong with the input; the same
-    command succeeds (and resumes) once the other writer is done.
-    """
-
-
-@dataclass(frozen=True, slots=True)
-class LockHolder:
-    """Who holds a writer lock, as it wrote itself into RUN/.lock."""
-
-    pid: int | None
-    host: str | None
-    since: float | None  # epoch seconds
-
-    def describe(self) -> str:
-        """'another curate eval (pid 1234 on host, since 10:42:07)'."""
-        parts = []
-        if self.pid is not None:
-            parts.append(f"pid {self.pid}" + (f" on {self.host}" if self.host else ""))
-        if self.since is not None:
-            started = dt.datetime.fromtimestamp(self.since)
-            fmt = "%H:%M:%S" if started.date() == dt.date.today() else "%Y-%m-%d %H:%M:%S"
-            parts.append(f"since {started.strftime(fmt)}")
-        return "another curate eval" + (f" ({', '.join(parts)})" if parts else "")
-
-    @property
-    def where(self) -> str:
-        """'pid@host' (or what of it is known)."""
-        return f"{self.pid if self.pid is not None else '?'}@{self.host or '?'}"
-
-    def alive(self) -> bool | None:
-        """Whether the holder's process still runs: None when it is on another host
-        (or unknown), where this process cannot tell."""
-        if self.pid is None or self.host != socket.gethostname():
-            return None
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
 
 
 class RolloutStore:
@@ -173,21 +117,12 @@ class RolloutStore:
 
     # -- the writer lock ----------------------------------------------------
     def shard_lock_path(self, shard: ShardSpec) -> Path:
-        return self.run_dir / f"{SHARD_LOCK_PREFIX}{shard.key}"
+        return shard_lock_path(self.run_dir, shard)
 
     @contextlib.contextmanager
     def writer(self, shard: ShardSpec | None = None) -> Iterator[RolloutStore]:
-        """Hold the run directory's writer lock for a writing session.
-
-        Creates the directory if needed. A second writer (another process, or another
-        RolloutStore in this one) gets RunDirBusyError naming the holder. The OS drops
-        the lock when its holder dies, even by SIGKILL, so it never goes stale.
-        Re-entrant on the same store object. On release the lock file is removed, and
-        so are the directories this call created if nothing else was written to them.
-
-        With `shard`, the lock is the shard's: writers of other shards may hold theirs
-        at the same time (see the module docstring); a whole-run writer may not.
-        """
+        """Hold the run directory's writer lock for a writing session
+        (`curate.store.locks.hold_writer_lock`). Re-entrant on the same store object."""
         if self._writer_depth:
             self._writer_depth += 1
             try:
@@ -195,135 +130,59 @@ class RolloutStore:
             finally:
                 self._writer_depth -= 1
             return
-        created = _make_dirs(self.run_dir)
-        if shard is None:
-            try:
-                fd = _acquire_lock(self.lock_path, self.run_dir)
-            except RunDirBusyError:
-                writers = self.shard_writers()
-                if not writers:
-                    raise
-                raise RunDirBusyError(
-                    f"{_describe_shard_writers(writers)} writing this run directory; wait "
-                    "for them, evaluate with the same --shard I/K, or use another --out",
-                    path=self.run_dir,
-                ) from None
+        with hold_writer_lock(self.run_dir, shard):
             self._writer_depth = 1
             try:
                 yield self
             finally:
                 self._writer_depth = 0
-                _release_lock(fd, self.lock_path, created)
-            return
-        shared = _acquire_shared(self.lock_path, self.run_dir)
-        try:
-            own = _acquire_lock(
-                self.shard_lock_path(shard),
-                self.run_dir,
-                what=f"shard {shard} of this run directory",
-                patience=LOCK_PATIENCE_S,
-            )
-        except BaseException:
-            _release_shared(shared, self.lock_path, [])
-            raise
-        self._writer_depth = 1
-        try:
-            yield self
-        finally:
-            self._writer_depth = 0
-            try:
-                _release_lock(own, self.shard_lock_path(shard), [])
-            finally:
-                _release_shared(shared, self.lock_path, created)
 
     def shard_writers(self) -> dict[str, LockHolder]:
         """Shard ('I/K') -> its writer, for every shard lock held now."""
-        found: dict[str, LockHolder] = {}
-        for path in sorted(self.run_dir.glob(f"{SHARD_LOCK_PREFIX}*")):
-            spec = _shard_of_lock(path)
-            if spec is None:
-                continue
-            holder = _held_by(path)
-            if holder is not None:
-                found[str(spec)] = holder
-        return found
+        return shard_writers(self.run_dir)
 
     def shard_lock_holders(self) -> dict[str, LockHolder]:
-        """Shard ('I/K') -> who its lock file names, whether or not it is held now,
-        without touching the locks (`curate status` must never make a starting
-        writer see a busy lock). A writer killed by SIGKILL leaves its file behind:
-        `LockHolder.alive` tells on the same host."""
-        found: dict[str, LockHolder] = {}
-        for path in sorted(self.run_dir.glob(f"{SHARD_LOCK_PREFIX}*")):
-            spec = _shard_of_lock(path)
-            if spec is None:
-                continue
-            try:
-                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            except OSError:
-                continue
-            try:
-                found[str(spec)] = _read_holder(fd)
-            finally:
-                os.close(fd)
-        return found
+        """Shard ('I/K') -> who its lock file names, held now or not (see
+        `curate.store.locks.shard_lock_holders`)."""
+        return shard_lock_holders(self.run_dir)
 
-    @contextlib.contextmanager
-    def manifest_lock(self) -> Iterator[None]:
-        """Exclusive for the moment shard writers check and write the manifest (blocks;
-        held for milliseconds). The file stays: unlinking it would let two writers lock
-        two different files."""
-        import fcntl
-
-        try:
-            fd = os.open(
-                self.run_dir / MANIFEST_LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666
-            )
-        except OSError as exc:
-            raise InputError(
-                f"cannot write to the run directory ({exc.strerror})", path=self.run_dir
-            ) from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)
+    def manifest_lock(self) -> contextlib.AbstractContextManager[None]:
+        """Exclusive for the moment shard writers check and write the manifest."""
+        return hold_manifest_lock(self.run_dir)
 
     def writer_held(self) -> bool:
         """Whether this store object holds the writer lock now."""
         return self._writer_depth > 0
 
     # -- manifest ---------------------------------------------------------
-    def read_manifest(self) -> dict[str, Any]:
-        """The manifest, with the types of the fields curate reads checked."""
-        try:
-            data = json.loads(self.manifest_path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise InputError("no manifest.json in run directory", path=self.run_dir) from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InputError(f"manifest is not valid JSON: {exc}", path=self.manifest_path) from exc
-        except OSError as exc:
-            raise InputError(
-                f"cannot read manifest: {exc.strerror}", path=self.manifest_path
-            ) from exc
-        if not isinstance(data, dict):
-            raise InputError("manifest is not a JSON object", path=self.manifest_path)
-        problem = manifest_type_problem(data)
-        if problem:
-            raise InputError(f"manifest {problem}", path=self.manifest_path)
-        return data
+    def load_manifest(self) -> RunManifest:
+        """The manifest, checked once (`curate.store.manifest`); InputError naming the
+        file and the field when it is not right, or the directory when it has none."""
+        return read_manifest_file(self.manifest_path)
 
-    def previous_manifest(self) -> dict[str, Any] | None:
+    def manifest_if_any(self) -> RunManifest | None:
+        """The manifest, or None when the directory has none (a bare rollouts/)."""
+        return self.load_manifest() if self.exists() else None
+
+    def read_manifest(self) -> dict[str, Any]:
+        """The manifest's JSON object as stored, checked: for a writer that edits it
+        (readers take `load_manifest`'s typed fields)."""
+        return dict(self.load_manifest().data)
+
+    def previous_manifest(self) -> RunManifest | None:
         """The manifest a resume must match: None when there is none, or when the
         directory holds no rollout yet (a first attempt that failed before writing any
         fixes nothing, so it must not fix the settings either)."""
         if not self.exists() or not self.shard_paths():
             return None
-        return self.read_manifest()
+        return self.load_manifest()
 
-    def write_manifest(self, manifest: dict[str, Any]) -> None:
-        body = {"format_version": FORMAT_VERSION, **manifest}
-        atomic_write_text(self.manifest_path, json.dumps(body, indent=2, sort_keys=True) + "\n")
+    def write_manifest(self, manifest: RunManifest | Mapping[str, Any]) -> None:
+        """Write `manifest` atomically, checked as a reader will check it (a field of the
+        wrong type is refused here, not by the next reader)."""
+        if not isinstance(manifest, RunManifest):
+            manifest = RunManifest.from_json(manifest, self.manifest_path)
+        atomic_write_text(self.manifest_path, manifest_text(manifest))
 
     # -- samples ----------------------------------------------------------
     def write_samples(self, samples: pl.DataFrame) -> None:
@@ -413,14 +272,14 @@ class RolloutStore:
         # The usual case, no repeated pair, in (sample_id, rollout_idx) order as the
         # de-duplicating path returns it: shards are written sorted, and often follow
         # each other in order too (a linear check, ~15 ms on a million rows).
-        if _strictly_sorted(frame):
+        if strictly_sorted(frame):
             return frame.drop("_shard", *extra)
         # Shards out of order: the sort is needed anyway, and once sorted the same
         # linear check proves the pairs distinct (cheaper than a group-by or a hash).
         frame = frame.sort("sample_id", "rollout_idx", "_shard")
-        if _strictly_sorted(frame):
+        if strictly_sorted(frame):
             return frame.drop("_shard", *extra)
-        return _resolve_repeats(frame, shards, self.rollouts_dir).drop("_shard", *extra)
+        return resolve_repeats(frame, shards, self.rollouts_dir).drop("_shard", *extra)
 
     def _collect(self, lf: pl.LazyFrame, shards: list[Path], cols: list[str]) -> pl.DataFrame:
         """`lf` collected; when a shard cannot be read, an InputError naming it."""
@@ -568,394 +427,3 @@ def _short(exc: BaseException, limit: int = 160) -> str:
     from curate.errors import one_line
 
     return one_line(exc, limit)
-
-
-# -- the writer lock --------------------------------------------------------
-
-
-def _make_dirs(path: Path) -> list[Path]:
-    """mkdir -p `path`; returns the directories it created, deepest first."""
-    created = []
-    probe = path
-    while not probe.exists() and not probe.is_symlink() and probe != probe.parent:
-        created.append(probe)
-        probe = probe.parent
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise InputError("exists and is not a directory", path=path) from None
-    except OSError as exc:
-        raise InputError(f"cannot create the run directory: {exc.strerror}", path=path) from exc
-    return created
-
-
-def _acquire_lock(
-    lock_path: Path,
-    run_dir: Path,
-    *,
-    what: str = "this run directory",
-    patience: float = 0.0,
-) -> int:
-    """An fd holding an exclusive flock on `lock_path`, which names the holder.
-
-    A lock held by someone else is retried for `patience` seconds before the run is
-    called busy (a shard lock may be held for an instant by a probe)."""
-    fd = _flock_loop(
-        lock_path,
-        run_dir,
-        shared=False,
-        patience=patience,
-        busy=lambda holder: (
-            f"{holder.describe()} is writing {what}; wait for it or use another --out"
-        ),
-    )
-    info = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
-    return fd
-
-
-def _acquire_shared(lock_path: Path, run_dir: Path) -> int:
-    """An fd holding a shared flock on `lock_path` (RUN/.lock): shard writers share it,
-    a whole-run writer holds it exclusively. Nothing is written into the file; a
-    finishing shard writer holds it exclusively for an instant to remove it, hence the
-    patience."""
-    return _flock_loop(
-        lock_path,
-        run_dir,
-        shared=True,
-        patience=LOCK_PATIENCE_S,
-        busy=lambda holder: (
-            f"{holder.describe()} is writing this whole run directory "
-            "(no --shard); wait for it or use another --out"
-        ),
-    )
-
-
-def _flock_loop(
-    lock_path: Path,
-    run_dir: Path,
-    *,
-    shared: bool,
-    patience: float,
-    busy: Callable[[LockHolder], str],
-) -> int:
-    """Open `lock_path` and flock it (shared or exclusive) without blocking, retrying
-    for `patience` seconds; RunDirBusyError with `busy(holder)` after that."""
-    import fcntl
-
-    mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
-    deadline = time.monotonic() + patience
-    while True:
-        try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-        except FileNotFoundError:
-            # A writer that just finished removed the directory it had created.
-            _make_dirs(run_dir)
-            continue
-        except OSError as exc:
-            raise InputError(
-                f"cannot write to the run directory ({exc.strerror})", path=run_dir
-            ) from exc
-        try:
-            fcntl.flock(fd, mode | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _read_holder(fd)
-            os.close(fd)
-            if time.monotonic() < deadline:
-                time.sleep(0.05)
-                continue
-            raise RunDirBusyError(busy(holder), path=run_dir) from None
-        except OSError as exc:
-            os.close(fd)
-            raise RunError(
-                f"cannot lock the run directory ({exc.strerror}); its file system may not "
-                "support file locks",
-                path=run_dir,
-            ) from exc
-        # A finishing writer unlinks the lock file while holding it: if we locked that
-        # unlinked file, a third process may hold the new one. Lock what is there now.
-        try:
-            ours = os.fstat(fd)
-            now = os.stat(lock_path)
-            same = (ours.st_dev, ours.st_ino) == (now.st_dev, now.st_ino)
-        except FileNotFoundError:
-            same = False
-        if not same:
-            os.close(fd)
-            continue
-        return fd
-
-
-def _release_shared(fd: int, lock_path: Path, created: list[Path]) -> None:
-    """Drop a shard writer's shared hold on RUN/.lock; the last one out removes it
-    (and the directories its writer created, when empty). Linux drops the shared
-    lock when the upgrade fails, which is what releasing wants anyway."""
-    import fcntl
-
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return  # other shard writers still hold it
-        _release_lock(fd, lock_path, created)
-        fd = -1
-    finally:
-        if fd >= 0:
-            os.close(fd)
-
-
-def _shard_of_lock(path: Path) -> ShardSpec | None:
-    """The shard a '.lock.shard-I-of-K' file locks (None: not such a name)."""
-    index, _, count = path.name.removeprefix(SHARD_LOCK_PREFIX).partition("-of-")
-    if not (index.isdigit() and count.isdigit()) or int(index) >= int(count):
-        return None
-    return ShardSpec(int(index), int(count))
-
-
-def _held_by(path: Path) -> LockHolder | None:
-    """Who holds the flock on `path` now (None: nobody). Probes with a shared lock for
-    an instant, which a starting writer of that shard rides out (LOCK_PATIENCE_S)."""
-    import fcntl
-
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return _read_holder(fd)
-        except OSError:
-            return None
-        return None
-    finally:
-        os.close(fd)
-
-
-def _describe_shard_writers(writers: dict[str, LockHolder]) -> str:
-    """'curate eval --shard writers (0/4: 123@host, 2/4: 456@host) are'."""
-    listed = ", ".join(f"{shard}: {holder.where}" for shard, holder in writers.items())
-    return f"curate eval --shard writers ({listed}) are"
-
-
-def _read_holder(fd: int) -> LockHolder:
-    """What the holder wrote into the lock file (fields it has not written yet: None)."""
-    try:
-        data = json.loads(os.pread(fd, 4096, 0) or b"{}")
-    except (OSError, ValueError):
-        data = {}
-    if not isinstance(data, dict):
-        data = {}
-    pid, host, since = data.get("pid"), data.get("host"), data.get("since")
-    return LockHolder(
-        pid=pid if isinstance(pid, int) else None,
-        host=host if isinstance(host, str) else None,
-        since=float(since) if isinstance(since, int | float) else None,
-    )
-
-
-def _release_lock(fd: int, lock_path: Path, created: list[Path]) -> None:
-    """Remove the lock file (still holding it, see _acquire_lock), then the directories
-    the writer created if they stayed empty (a run that failed before writing)."""
-    try:
-        with contextlib.suppress(OSError):
-            os.unlink(lock_path)
-        for directory in created:
-            try:
-                directory.rmdir()
-            except OSError:
-                break
-    finally:
-        os.close(fd)
-
-
-# -- manifest field types -----------------------------------------------------
-
-# JSON type names, as a user editing the file knows them.
-_JSON_NAMES = {
-    str: "a string",
-    int: "an integer",
-    float: "a number",
-    bool: "true or false",
-    dict: "an object",
-    list: "an array",
-    type(None): "null",
-}
-_STR, _INT, _NUM, _BOOL, _OBJ = (str,), (int,), (int, float), (bool,), (dict,)
-_OPT_STR, _OPT_INT, _OPT_OBJ = (str, type(None)), (int, type(None)), (dict, type(None))
-# The fields curate reads back, and the JSON types each may hold. Others pass unchecked.
-MANIFEST_TYPES: dict[str, tuple[type, ...]] = {
-    "format_version": _INT,
-    "model": _STR,
-    "backend": _STR,
-    "runs": _INT,
-    "mode": _STR,
-    "sampling": _OBJ,
-    "seed": _INT,
-    "grader": _STR,
-    "dataset_path": _STR,
-    "dataset_sha256": _STR,
-    "dataset_split": _STR,
-    "prompt_field": _OPT_STR,
-    "messages_field": _OPT_STR,
-    "answer_field": _OPT_STR,
-    "id_field": _OPT_STR,
-    "template": _OPT_STR,
-    "system": _OPT_STR,
-    "chat_template_sha256": _OPT_STR,
-    "limit": _OPT_INT,
-    "engine_options": _OBJ,
-    "backend_info": _OBJ,
-    "adaptive": _BOOL,
-    "adaptive_policy": _OPT_OBJ,
-    "adaptive_summary": _OPT_OBJ,
-    "shards": _OPT_OBJ,
-    "curate_version": _STR,
-    "created_at": _STR,
-    "updated_at": _STR,
-}
-SAMPLING_TYPES: dict[str, tuple[type, ...]] = {
-    "temperature": _NUM,
-    "top_p": _NUM,
-    "max_tokens": _INT,
-    "stop": (list,),
-}
-
-
-def manifest_type_problem(data: dict[str, Any]) -> str | None:
-    """ "field 'runs' is a string, expected an integer" for the first field of `data`
-    whose JSON type is wrong; None when every known field is well typed."""
-    problem = _field_problems(data, MANIFEST_TYPES, "")
-    if problem is None and isinstance(data.get("sampling"), dict):
-        sampling = data["sampling"]
-        problem = _field_problems(sampling, SAMPLING_TYPES, "sampling.")
-        stop = sampling.get("stop")
-        if problem is None and isinstance(stop, list) and not all(isinstance(s, str) for s in stop):
-            problem = "field 'sampling.stop' holds a non-string, expected an array of strings"
-    return problem
-
-
-def _field_problems(
-    data: dict[str, Any], types: dict[str, tuple[type, ...]], prefix: str
-) -> str | None:
-    for key, allowed in types.items():
-        if key not in data:
-            continue
-        value = data[key]
-        # JSON true/false load as bool, a subclass of int: not an integer here.
-        ok = isinstance(value, allowed) and not (isinstance(value, bool) and bool not in allowed)
-        if not ok:
-            expected = " or ".join(_JSON_NAMES[t] for t in allowed)
-            got = _JSON_NAMES.get(type(value), type(value).__name__)
-            return f"field '{prefix}{key}' is {got}, expected {expected}"
-    return None
-
-
-# -- de-duplication -------------------------------------------------------------
-
-
-def prefer_latest_scored(frame: pl.DataFrame) -> pl.DataFrame:
-    """One row per (sample_id, rollout_idx): scored beats error, then later `_shard` wins."""
-    import polars as pl
-
-    return (
-        frame.with_columns(pl.col("error").is_null().alias("_scored"))
-        .sort(["sample_id", "rollout_idx", "_scored", "_shard"])
-        .unique(subset=["sample_id", "rollout_idx"], keep="last", maintain_order=True)
-        .drop("_scored")
-    )
-
-
-def _resolve_repeats(frame: pl.DataFrame, shards: list[Path], where: Path) -> pl.DataFrame:
-    """One row per pair of `frame` (sorted by sample_id, rollout_idx, _shard), refusing
-    conflicts. Repeats sit next to each other, so only they are grouped and sorted."""
-    import polars as pl
-
-    sid, rid = pl.col("sample_id"), pl.col("rollout_idx")
-    same_prev = (sid == sid.shift(1)) & (rid == rid.shift(1))
-    same_next = (sid == sid.shift(-1)) & (rid == rid.shift(-1))
-    rows = frame.with_row_index("_row")
-    repeated = rows.filter((same_prev | same_next).fill_null(False))
-    _refuse_conflicts(repeated, shards, where)
-    winners = prefer_latest_scored(repeated)["_row"]
-    losers = repeated["_row"].filter(~repeated["_row"].is_in(winners.implode()))
-    return rows.filter(~pl.col("_row").is_in(losers.implode())).drop("_row")
-
-
-def _refuse_conflicts(frame: pl.DataFrame, shards: list[Path], where: Path) -> None:
-    """InputError when a (sample_id, rollout_idx) has scored rows with different scores.
-
-    A scored row replacing an error row (a resume re-trying a failed rollout) and an
-    exact repeat are not conflicts. Only the repeated pairs are looked at.
-    """
-    import polars as pl
-
-    scored = frame.filter(
-        pl.struct("sample_id", "rollout_idx").is_duplicated() & pl.col("error").is_null()
-    )
-    conflicts = (
-        scored.group_by("sample_id", "rollout_idx")
-        .agg(
-            pl.col("score").n_unique().alias("_scores"),
-            pl.struct("_shard", "score").sort_by("_shard").alias("_rows"),
-        )
-        .filter(pl.col("_scores") > 1)
-        .sort("sample_id", "rollout_idx")
-    )
-    if conflicts.height == 0:
-        return
-    first = conflicts.row(0, named=True)
-    seen = ", ".join(f"{r['score']:g} in {shards[r['_shard']].name}" for r in first["_rows"])
-    n_shards = conflicts["_rows"].explode().struct.field("_shard").n_unique()
-    raise InputError(
-        f"{conflicts.height} (sample_id, rollout_idx) pair(s) scored twice with different "
-        f"scores, across {n_shards} shard(s): sample {first['sample_id']!r} run "
-        f"{first['rollout_idx']} scored {seen}; two writers ran at once? Re-run with "
-        "--force-new (or into another --out) to regenerate the run",
-        path=where,
-    )
-
-
-def _strictly_sorted(frame: pl.DataFrame) -> bool:
-    """True when (sample_id, rollout_idx) rises strictly row by row: sorted, no repeats."""
-    import polars as pl
-
-    sid, rid = pl.col("sample_id"), pl.col("rollout_idx")
-    prev = sid.shift(1)
-    rising = (pl.int_range(pl.len()) == 0) | (sid > prev) | ((sid == prev) & (rid > rid.shift(1)))
-    return bool(frame.select(rising.fill_null(False).all()).item())
-
-
-# The largest rollout_idx `run_bits` encodes as a bit of a UInt64.
-MAX_BIT_RUN_IDX = 63
-
-
-def run_bits() -> pl.Expr:
-    """2**rollout_idx per row as UInt64, null for a rollout_idx outside 0..63 (or null).
-
-    Summed over one sample's rows it has exactly one set bit per row iff no rollout_idx
-    repeats: a repeat carries (and a UInt64 wrap-around only drops bits), and a null
-    leaves a bit short. So `bits.sum().bitwise_count_ones() == len()` per sample proves
-    the (sample_id, rollout_idx) pairs distinct with a group-by on sample_id alone.
-    """
-    import polars as pl
-
-    rid = pl.col("rollout_idx")
-    bit = pl.lit(2, dtype=pl.UInt64).pow(rid.clip(0, MAX_BIT_RUN_IDX).cast(pl.UInt32))
-    return pl.when(rid.is_between(0, MAX_BIT_RUN_IDX)).then(bit)
-
-
-def pairs_distinct(frame: pl.DataFrame) -> bool:
-    """True when no (sample_id, rollout_idx) pair of `frame` repeats, proved with `run_bits`
-    (several times cheaper than hashing every pair); False means "not proved"."""
-    import polars as pl
-
-    sums = (
-        frame.lazy()
-        .group_by("sample_id")
-        .agg(pl.len().alias("rows"), run_bits().sum().alias("bits"))
-        .collect()
-    )
-    return bool(sums.select((pl.col("bits").bitwise_count_ones() == pl.col("rows")).all()).item())

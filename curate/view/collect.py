@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curate.errors import InputError
+from curate.store.manifest import RunManifest
 
 if TYPE_CHECKING:
     import polars as pl
@@ -48,7 +49,7 @@ class RunData:
     report_json: dict[str, Any]  # `report_dict`: the JSON `curate report` prints
     per_sample: pl.DataFrame  # sample_id + the statistics columns, one row a sample
     rollouts: pl.DataFrame  # ROLLOUT_FIELDS present in the input, sorted
-    manifest: dict[str, Any]
+    manifest: RunManifest  # empty for a score table
     prompts: dict[str, Any] = field(default_factory=dict)  # sample_id -> text or turns
     references: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # (graded, raw)
     suspects: set[str] = field(default_factory=set)
@@ -103,7 +104,7 @@ def collect_run(
         report_json=report_json,
         per_sample=stats.sort("sample_id"),
         rollouts=rollouts,
-        manifest=loaded.manifest or {},
+        manifest=loaded.manifest or RunManifest(),
         notes=notes,
     )
     _suspects(data)
@@ -170,11 +171,11 @@ def _prompts_and_references(data: RunData, samples: pl.DataFrame | None) -> None
     if fields.prompt_field is None and fields.messages_field is None and fields.template is None:
         data.notes.append("the manifest names no prompt field: prompts are not shown")
     samples = samples.with_columns(samples["sample_id"].cast(str))
-    mode: Mode = "completion" if manifest.get("mode") == "completion" else "chat"
+    mode: Mode = manifest.prompt_mode
     try:
         raw = references_by_id(samples, fields)
         if fields.prompt_field or fields.messages_field or fields.template:
-            prompts = build_prompts(samples, fields, mode, system=manifest.get("system"))
+            prompts = build_prompts(samples, fields, mode, system=manifest.system)
             data.prompts = dict(zip(samples["sample_id"].to_list(), prompts, strict=True))
     except InputError as exc:
         data.notes.append(f"prompts are not shown: {exc}")

@@ -17,8 +17,9 @@ from curate.filtering import FilterRequest, filter_run, rejects_path
 from curate.plots import default_plot_path, plot_run
 from curate.report.build import build_report
 from curate.stats import analyze
+from curate.store.fast_scores import AnyOrder, Rows, RunMajor, SampleMajor, read_scores
 from curate.store.run_dir import RolloutStore
-from curate.store.scores import AnyOrder, Rows, RunMajor, SampleMajor, load_scores, read_scores
+from curate.store.scores import load_scores
 from tests.conftest import long_frame
 
 SCORES = {

@@ -237,6 +237,71 @@ def test_a_mistyped_manifest_names_the_file_and_field(outdir: Path, cli, command
     assert files(run) == before
 
 
+@pytest.mark.parametrize("command", ["eval", "report", "status"])
+def test_a_truncation_policy_no_version_wrote_is_refused(outdir: Path, cli, command: str) -> None:
+    """Read once, checked once: an unknown `truncation` is one line naming the file and
+    the field for every reader (it used to read as `grade` without a word)."""
+    run = outdir / "run"
+    assert cli(*eval_args(run)).exit_code == 0
+    manifest = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(json.dumps({**manifest, "truncation": "drop"}))
+    before = files(run)
+    args = {"eval": eval_args(run), "report": ["report", run], "status": ["status", run]}
+    result = cli(*args[command])
+    assert result.exit_code == 2
+    assert one_error_line(result) == (
+        f"{run / 'manifest.json'}: manifest field 'truncation' is 'drop', expected one of "
+        "grade, wrong, error, exclude"
+    )
+    assert files(run) == before
+
+
+# The keys the first release wrote: a run it made has no truncation, layout,
+# reference_extract, grader notes or checks.
+FIRST_RELEASE_KEYS = [
+    "adaptive",
+    "answer_field",
+    "backend",
+    "backend_info",
+    "chat_template_sha256",
+    "created_at",
+    "curate_version",
+    "dataset_path",
+    "dataset_sha256",
+    "engine_options",
+    "format_version",
+    "grader",
+    "id_field",
+    "limit",
+    "messages_field",
+    "mode",
+    "model",
+    "prompt_field",
+    "runs",
+    "sampling",
+    "seed",
+    "system",
+    "template",
+    "updated_at",
+]
+
+
+def test_a_run_made_by_the_first_release_reads_as_it_did(outdir: Path, cli) -> None:
+    run = outdir / "run"
+    assert cli(*eval_args(run)).exit_code == 0
+    report, status = cli("report", run, "--format", "json"), cli("status", run)
+    path = run / "manifest.json"
+    manifest = json.loads(path.read_text())
+    old = {key: manifest[key] for key in FIRST_RELEASE_KEYS}
+    path.write_text(json.dumps(old, indent=2, sort_keys=True) + "\n")
+    before = files(run)
+    assert cli("status", run).stdout == status.stdout
+    again = cli("report", run, "--format", "json")
+    assert again.exit_code == 0
+    assert json.loads(again.stdout) == json.loads(report.stdout)
+    assert files(run) == before
+
+
 # -- 5. a run directory without a rollout keeps no settings --------------------------
 
 

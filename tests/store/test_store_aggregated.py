@@ -27,8 +27,9 @@ from curate.stats.per_sample import (
     compress_binary_aggregate,
     is_binary,
 )
+from curate.store.fast_scores import Rows, RunMajor, SampleMajor, read_scores
 from curate.store.run_dir import RolloutStore
-from curate.store.scores import Rows, RunMajor, SampleMajor, load_scores, read_scores
+from curate.store.scores import load_scores
 
 
 def scores(n: int = 30, k: int = 4, *, partial: bool = False, seed: int = 0) -> pl.DataFrame:

@@ -13,13 +13,9 @@ import polars as pl
 import pytest
 
 from curate.errors import InputError, RunError
-from curate.store.run_dir import (
-    LockHolder,
-    RolloutStore,
-    RunDirBusyError,
-    manifest_type_problem,
-    set_aside_corrupt_shards,
-)
+from curate.store.locks import LockHolder, RunDirBusyError
+from curate.store.manifest import manifest_type_problem
+from curate.store.run_dir import RolloutStore, set_aside_corrupt_shards
 from tests.conftest import rollout_frame
 
 # -- the writer lock ---------------------------------------------------------------
@@ -300,7 +296,7 @@ def test_resolving_repeats_matches_the_reference_rule(store: RolloutStore) -> No
     the same rows as sorting everything by (scored, shard) and keeping the last."""
     import random
 
-    from curate.store.run_dir import prefer_latest_scored
+    from curate.store.duplicates import prefer_latest_scored
 
     rng = random.Random(7)
     score = {(f"s{i:03d}", r): float(rng.random() < 0.5) for i in range(200) for r in range(6)}

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from curate.core.shards import ShardSpec
-from curate.store.run_dir import RolloutStore, RunDirBusyError
+from curate.store.locks import RunDirBusyError
+from curate.store.run_dir import RolloutStore
 
 
 def refuse(run: Path, shard: ShardSpec | None, match: str) -> None:

@@ -15,7 +15,7 @@ The texts a trainer learns from are chosen here once for every format:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -25,6 +25,7 @@ from curate.core.outcome import PASS_SCORE
 from curate.core.reasoning import ReasoningSplit, joined
 from curate.errors import InputError, UsageError
 from curate.exports.prepare import export_fields, prepare_batch
+from curate.store.manifest import RunManifest
 from curate.store.run_dir import RolloutStore, is_run_dir
 from curate.store.scores import excludes_truncated
 
@@ -99,7 +100,7 @@ class Pools:
     pools: list[Pool]
     style: Style
     errors: int  # error rows left out
-    manifest: dict[str, Any]
+    manifest: Mapping[str, Any]
 
 
 def completion_text(
@@ -132,7 +133,8 @@ def load_pools(
     if reasoning not in REASONING_CHOICES:
         raise UsageError(f"--reasoning {reasoning!r}: expected keep or drop")
     analysis = load_analysis(run)
-    manifest = analysis.manifest or {}
+    run_manifest = analysis.manifest
+    manifest: Mapping[str, Any] = run_manifest if run_manifest is not None else {}
     samples = analysis.samples()
     if samples is None:
         raise InputError("the run keeps no samples.parquet (its prompts)", path=run)
@@ -140,13 +142,13 @@ def load_pools(
     frame = store.rollouts(_COLUMNS)
     if "completion" not in frame.columns or frame["completion"].null_count() == frame.height:
         raise InputError("the run stores no completion texts", path=run)
-    if excludes_truncated(manifest):  # the run leaves them out of its statistics: so do we
+    if excludes_truncated(run_manifest):  # the run leaves them out of its statistics: so do we
         frame = frame.filter(~pl.col("truncated").fill_null(False))
     errors = frame.filter(pl.col("error").is_not_null() | pl.col("score").is_null()).height
     frame = frame.filter(pl.col("error").is_null() & pl.col("score").is_not_null())
     mode = "completion" if manifest.get("mode") == "completion" else "chat"
     chosen: Style = style or ("standard" if mode == "completion" else "conversational")
-    prompts = _prompts(samples, manifest, run, mode, chosen)
+    prompts = _prompts(samples, run_manifest, run, mode, chosen)
     smoothed = dict(
         analysis.per_sample.select(
             pl.col("sample_id").cast(pl.String), "smoothed_pass_rate"
@@ -176,10 +178,11 @@ def load_pools(
 
 
 def _prompts(
-    samples: Any, manifest: dict[str, Any], run: Path, mode: str, style: Style
+    samples: Any, run_manifest: RunManifest | None, run: Path, mode: str, style: Style
 ) -> dict[str, Any]:
     """sample_id -> prompt in `style`."""
-    fields = export_fields(samples, manifest=manifest, source=run)
+    fields = export_fields(samples, manifest=run_manifest, source=run)
+    manifest: Mapping[str, Any] = run_manifest if run_manifest is not None else {}
     batch = prepare_batch(
         samples,
         fields=fields,
@@ -198,7 +201,7 @@ def _prompts(
     return dict(zip(batch.sample_ids, prompts, strict=True))
 
 
-def render_chat(messages: Sequence[Any], manifest: dict[str, Any], run: Path) -> list[str]:
+def render_chat(messages: Sequence[Any], manifest: Mapping[str, Any], run: Path) -> list[str]:
     """Each message list rendered with the run's model's chat template, generation
     prompt added: the text the engine completed."""
     model = manifest.get("model")
