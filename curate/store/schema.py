@@ -16,7 +16,22 @@ FORMAT_VERSION: Final = 1
 ROLLOUT_COLUMNS: Final[dict[str, str]] = ROLLOUT_DTYPES
 
 # Columns added after the first release: older shards lack them, and readers see nulls.
-LATE_ROLLOUT_COLUMNS: Final = ("raw_score", "reasoning", "reasoning_closed", "settled")
+LATE_ROLLOUT_COLUMNS: Final = (
+    "raw_score",
+    "reasoning",
+    "reasoning_closed",
+    "settled",
+    "token_count_source",
+    "logprob_mean",
+    "entropy_mean",
+    "confidence_mean",
+    "confidence_lowest_group",
+    "confidence_tail",
+    "confidence_low_at",
+    "confidence_low",
+    "token_logprobs",
+    "top_logprobs",
+)
 
 # The columns a bare score table must have; the rest are optional.
 REQUIRED_SCORE_COLUMNS: Final = ("sample_id", "score")
@@ -27,6 +42,13 @@ TOKEN_COLUMNS: Final = ("prompt_tokens", "completion_tokens")
 
 def rollout_schema() -> dict[str, object]:
     """The explicit polars schema of a rollout shard."""
+    return {name: polars_dtype(dtype) for name, dtype in ROLLOUT_COLUMNS.items()}
+
+
+def polars_dtype(name: str) -> object:
+    """The polars dtype a schema string names: "Float64", or "List(...)" of one."""
     import polars as pl
 
-    return {name: getattr(pl, dtype) for name, dtype in ROLLOUT_COLUMNS.items()}
+    if name.startswith("List(") and name.endswith(")"):
+        return pl.List(polars_dtype(name[len("List(") : -1]))  # type: ignore[arg-type]
+    return getattr(pl, name)
