@@ -149,7 +149,8 @@ def request_body(
         else:
             body["logprobs"] = top_logprobs
     if token_ids:
-        body["return_token_ids"] = True
+        # Not an OpenAI parameter: the SDK sends it only as an extra body field.
+        body["extra_body"] = {"return_token_ids": True}
     if mode == "chat":
         body["messages"] = (
             [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
