@@ -453,9 +453,9 @@ def render_markdown(
         lines += ["| " + " | ".join(row) + " |" for row in length_rows(lengths)]
         lines += [""] + [f"- {line}" for line in length_lines(lengths)]
     if confidence := s.extra.get("confidence"):
-        head = confidence_head(confidence)
-        lines += ["", "| " + " | ".join(head) + " |"]
-        lines += ["| --- |" + " ---: |" * (len(head) - 1)]
+        names = confidence_head(confidence)
+        lines += ["", "| " + " | ".join(names) + " |"]
+        lines += ["| --- |" + " ---: |" * (len(names) - 1)]
         lines += ["| " + " | ".join(row) + " |" for row in confidence_rows(confidence)]
         lines += [""] + [f"- {line}" for line in confidence_lines(confidence)]
     head, detail = multiplier_lines(s.compute_multiplier)
@@ -573,8 +573,8 @@ def render_table(
         table = Table(title="token confidence against the grade")
         for i, name in enumerate(confidence_head(confidence)):
             table.add_column(name, justify="left" if i == 0 else "right")
-        for cells in confidence_rows(confidence):
-            table.add_row(*cells)
+        for row in confidence_rows(confidence):
+            table.add_row(*row)
         console.print(table)
         for line in confidence_lines(confidence):
             console.print(line, highlight=False)

@@ -50,7 +50,7 @@ def test_token_ids_are_asked_of_an_endpoint_that_shows_them(
         assert [g.completion_tokens for g in gens] == [len(g.text or "") for g in gens]
 
 
-def test_an_endpoint_without_the_field_never_gets_it(tmp_path: object) -> None:
+def test_an_endpoint_without_the_field_never_gets_it() -> None:
     with FakeOpenAIServer() as srv:
         with open_openai("fake-model", base_url=srv.base_url, concurrency=2) as backend:
             out = backend.generate(_requests(3, n=1), SAMPLING, "chat")
@@ -59,14 +59,16 @@ def test_an_endpoint_without_the_field_never_gets_it(tmp_path: object) -> None:
     assert [g.token_count_source for gens in out for g in gens] == ["exact"] * 3
 
 
-def test_the_tokenizer_counts_when_the_answer_does_not(tmp_path: object) -> None:
+def test_the_tokenizer_counts_when_the_answer_does_not() -> None:
     """A local model directory's tokenizer counts each choice's text, reasoning tags
     put back, when the endpoint gives only a total for n choices."""
     pytest.importorskip("transformers")
     model = str(ROOT / "sample_data" / "tiny-math")
-    with FakeOpenAIServer(models=[model]) as srv:
-        with open_openai(model, base_url=srv.base_url, concurrency=2) as backend:
-            out = backend.generate(_requests(2, n=3), SAMPLING, "chat")
+    with (
+        FakeOpenAIServer(models=[model]) as srv,
+        open_openai(model, base_url=srv.base_url, concurrency=2) as backend,
+    ):
+        out = backend.generate(_requests(2, n=3), SAMPLING, "chat")
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(model)
@@ -95,9 +97,14 @@ def test_logprobs_are_parsed_in_the_chat_and_completions_forms() -> None:
                 "finish_reason": "stop",
                 "logprobs": {
                     "content": [
-                        {"token": "7", "logprob": -0.1, "top_logprobs": [
-                            {"token": "7", "logprob": -0.1}, {"token": "8", "logprob": -2.5}
-                        ]}
+                        {
+                            "token": "7",
+                            "logprob": -0.1,
+                            "top_logprobs": [
+                                {"token": "7", "logprob": -0.1},
+                                {"token": "8", "logprob": -2.5},
+                            ],
+                        }
                     ]
                 },
                 "token_ids": [55],

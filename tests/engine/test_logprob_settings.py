@@ -18,7 +18,9 @@ from tests.conftest import fake_eval_options
 
 @pytest.fixture
 def data(tmp_path: Path) -> tuple[Path, dict[str, list[object]]]:
-    rows = [{"id": f"q{i}", "question": f"What is {i} + {i}?", "answer": str(2 * i)} for i in range(3)]
+    rows = [
+        {"id": f"q{i}", "question": f"What is {i} + {i}?", "answer": str(2 * i)} for i in range(3)
+    ]
     path = tmp_path / "d.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path, {r["question"]: [r["answer"], 0.5] for r in rows}
@@ -68,7 +70,10 @@ def test_a_run_without_logprobs_records_none_of_it(
     ],
 )
 def test_bad_settings_are_usage_errors_before_anything_is_written(
-    data: tuple[Path, dict[str, list[object]]], tmp_path: Path, fields: dict[str, object], message: str
+    data: tuple[Path, dict[str, list[object]]],
+    tmp_path: Path,
+    fields: dict[str, object],
+    message: str,
 ) -> None:
     with pytest.raises(UsageError, match=message):
         _eval(data, tmp_path / "run", **fields)
