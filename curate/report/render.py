@@ -573,8 +573,8 @@ def render_table(
         table = Table(title="token confidence against the grade")
         for i, name in enumerate(confidence_head(confidence)):
             table.add_column(name, justify="left" if i == 0 else "right")
-        for row in confidence_rows(confidence):
-            table.add_row(*row)
+        for measure in confidence_rows(confidence):
+            table.add_row(*measure)
         console.print(table)
         for line in confidence_lines(confidence):
             console.print(line, highlight=False)
