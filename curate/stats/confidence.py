@@ -212,11 +212,12 @@ def _grouped_auroc(
 def _kept(
     ids: Sequence[str], values: Sequence[float], right: Sequence[bool], share: float
 ) -> dict[str, Any]:
-    """DeepConf's offline filter: of each sample's rollouts, keep the ceil(share * n)
-    most confident (ties broken by rollout order); the pass rate of those kept."""
+    """DeepConf's offline filter: of each sample's rollouts, keep the floor(share * n)
+    most confident, at least one (ties broken by rollout order); the pass rate of those
+    kept. Floor, so that "the top 90%" of 8 rollouts is 7 of them, not all 8."""
     kept = passed = 0
     for group in _by_sample(ids, values, right).values():
-        n = max(1, math.ceil(share * len(group) - 1e-9))
+        n = max(1, math.floor(share * len(group) + 1e-9))
         order = sorted(range(len(group)), key=lambda i: -group[i][0])[:n]
         kept += n
         passed += sum(1 for i in order if group[i][1])
