@@ -87,8 +87,7 @@ def trace_summary(
     n = len(sampled)
     if n == 0:
         return {**dict.fromkeys(SUMMARY_COLUMNS), LOW_AT: [], LOW: []}
-    conf = np.array([-math.fsum(step) / len(step) if step else 0.0 for step in tops])
-    entropy = np.array([_entropy(step) for step in tops])
+    conf, entropy = _per_token(tops)
     w = max(1, min(window, n))
     groups = _window_means(conf, w)
     low_at, low = record_lows(groups, w) if n >= window else ([], [])
@@ -101,6 +100,23 @@ def trace_summary(
         LOW_AT: low_at,
         LOW: low,
     }
+
+
+def _per_token(tops: Sequence[Sequence[float]]) -> tuple[np.ndarray, np.ndarray]:
+    """Each step's token confidence and top-K entropy: as arrays at once when every
+    step lists the same number of alternatives (the usual case), else step by step."""
+    import numpy as np
+
+    width = len(tops[0]) if tops else 0
+    if width and all(len(step) == width for step in tops):
+        values = np.asarray(tops, dtype=np.float64)
+        shifted = np.exp(values - values.max(axis=1, keepdims=True))
+        probs = shifted / shifted.sum(axis=1, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.where(probs > 0, probs * np.log(probs), 0.0)
+        return -values.mean(axis=1), -terms.sum(axis=1)
+    conf = np.array([-math.fsum(step) / len(step) if step else 0.0 for step in tops])
+    return conf, np.array([_entropy(step) for step in tops])
 
 
 def _entropy(step: Sequence[float]) -> float:

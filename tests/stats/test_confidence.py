@@ -195,3 +195,14 @@ def test_early_stop_uses_warm_up_percentiles() -> None:
     assert keep10["pass_rate_finished"] == 1.0 and keep10["pass_rate_all"] == 0.5
     # keep 90% (threshold 1.3): only 1.2 stops.
     assert keep90["stopped"] == 1 and keep90["pass_rate_finished"] == pytest.approx(2 / 3)
+
+
+def test_ragged_steps_take_the_step_by_step_path() -> None:
+    """A completions-form answer can list fewer alternatives at a step (two tokens with
+    the same text): the summaries are the same definitions either way."""
+    rng = random.Random(7)
+    sampled, tops = _random_trace(rng, 30, 4)
+    tops[5] = tops[5][:2]
+    got = trace_summary(sampled, tops, 8)
+    for name, value in _by_definition(sampled, tops, 8).items():
+        assert got[name] == pytest.approx(value, rel=1e-9), name
