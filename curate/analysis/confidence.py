@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 # What the section reads of each rollout (no text, no per-token arrays).
 CONFIDENCE_COLUMNS = (
     "sample_id",
-    "run_idx",
+    "rollout_idx",
     "score",
     "error",
     "completion_tokens",
@@ -40,7 +40,7 @@ def _rows(store: RolloutStore, manifest: dict[str, Any], columns: list[str]) -> 
     """`columns` of the run's descriptive rows: a deepened run's first N rollouts of each
     sample, as the other statistics read them."""
     first_n = descriptive_rows(manifest)
-    frame = store.rollouts([*columns, "run_idx"] if first_n is not None else columns)
+    frame = store.rollouts([*columns, "rollout_idx"] if first_n is not None else columns)
     return frame if first_n is None else frame.filter(first_n)
 
 

@@ -165,7 +165,7 @@ def stop_point(low_at: Sequence[int], low: Sequence[float], threshold: float) ->
 
 def confidence_section(rows: pl.DataFrame) -> dict[str, Any] | None:
     """The report's `confidence` section from one row per rollout with `sample_id`,
-    `run_idx`, `score`, `error`, `completion_tokens` and the summary columns; None when
+    `rollout_idx`, `score`, `error`, `completion_tokens` and the summary columns; None when
     no scored rollout has the summaries (a run without --logprobs)."""
     import polars as pl
 
@@ -173,7 +173,7 @@ def confidence_section(rows: pl.DataFrame) -> dict[str, Any] | None:
         pl.col("error").is_null()
         & pl.col("score").is_not_null()
         & pl.col("confidence_mean").is_not_null()
-    ).sort("sample_id", "run_idx")
+    ).sort("sample_id", "rollout_idx")
     if scored.height == 0:
         return None
     right = (scored["score"] >= 1.0).to_list()

@@ -104,7 +104,7 @@ def test_server_sends_reasoning_apart_from_the_answer(think_server: Any) -> None
 def _evaluate(
     data: Path, out: Path, backend: str, engine: dict[str, Any], **fields: Any
 ) -> pl.DataFrame:
-    from curate.engine.evaluate import EvalOptions, evaluate
+    from curate.evaluation.evaluate import EvalOptions, evaluate
     from curate.store.run_dir import RolloutStore
 
     outcome = evaluate(
@@ -122,7 +122,7 @@ def _evaluate(
         )
     )
     assert outcome.result.errors == 0
-    return RolloutStore(outcome.run_dir).rollouts().sort("sample_id", "run_idx")
+    return RolloutStore(outcome.run_dir).rollouts().sort("sample_id", "rollout_idx")
 
 
 # Token confidence on both paths: K alternatives, a window short enough that the
@@ -152,7 +152,7 @@ def test_offline_engine_and_server_agree(think_server: Any, data: Path, tmp_path
         data, tmp_path / "served", "openai", {"base_url": think_server.base_url}, **CONFIDENCE
     )
     plain = _evaluate(data, tmp_path / "plain", "openai", {"base_url": think_server.base_url})
-    columns = ["sample_id", "run_idx", "reasoning", "reasoning_closed", "completion", "score"]
+    columns = ["sample_id", "rollout_idx", "reasoning", "reasoning_closed", "completion", "score"]
     columns += ["truncated", "finish_reason", "prompt_tokens", "completion_tokens"]
     columns += ["token_count_source", "seed", "error", "extracted", "confidence_low_at"]
     assert offline.select(columns).equals(served.select(columns))

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from curate.cli.app import app
-from curate.engine.evaluate import evaluate
+from curate.evaluation.evaluate import evaluate
 from curate.report.build import build_report
 from curate.report.render import token_count_line
 from tests.conftest import fake_eval_options

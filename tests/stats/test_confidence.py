@@ -133,7 +133,7 @@ def _rows(rng: np.random.Generator, samples: int, per: int, signal: float) -> pl
             rows.append(
                 {
                     "sample_id": f"s{s:03d}",
-                    "run_idx": r,
+                    "rollout_idx": r,
                     "score": float(right),
                     "error": None,
                     "completion_tokens": 100,
@@ -180,7 +180,7 @@ def test_early_stop_uses_warm_up_percentiles() -> None:
     frame = pl.DataFrame(
         {
             "sample_id": ["a"] * 8,
-            "run_idx": list(range(8)),
+            "rollout_idx": list(range(8)),
             "score": [1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0],
             "completion_tokens": [100] * 8,
             "confidence_lowest_group": lows,
