@@ -57,6 +57,13 @@ class Generation:
     # With `error`: True when the same request fails the same way again (the prompt
     # does not fit the context), so a re-run does not retry it (curate.core.settled).
     settled: bool = False
+    # How the token counts were made (curate.core.rollout.TOKEN_COUNT_SOURCES); None:
+    # no counts.
+    token_count_source: str | None = None
+    # With `SamplingConfig.logprobs` (K): each generated token's log-probability, and
+    # the top K log-probabilities at its step (reasoning tokens included).
+    token_logprobs: list[float] | None = None
+    top_logprobs: list[list[float]] | None = None
 
 
 @dataclass(slots=True)

@@ -68,6 +68,22 @@ def long_text(rng: random.Random, lo: int, hi: int) -> str:
     return f"<think>{' '.join(map(phrases.__getitem__, picks))[:length]}</think>"
 
 
+def made_up_logprobs(
+    rng: random.Random, n: int, k: int, *, sure: bool
+) -> tuple[list[float], list[list[float]]]:
+    """Made-up log-probabilities of n tokens with k alternatives each, sharper on a
+    right answer than on a wrong one (so a report has something to find); never
+    numbers of a model."""
+    spread = 6.0 if sure else 2.0
+    sampled, tops = [], []
+    for _ in range(n):
+        top = -abs(rng.gauss(0.0, 0.05 if sure else 0.4))
+        step = sorted([top, *(top - spread * rng.random() - 0.5 for _ in range(k - 1))])[::-1]
+        sampled.append(step[0])
+        tops.append(step)
+    return sampled, tops
+
+
 @dataclass
 class FakeBackend:
     """`answers` maps prompt text -> (correct answer, pass rate)."""
@@ -111,14 +127,19 @@ class FakeBackend:
                     text = long_text(rng, *self.completion_chars) + text
                 # One character is one token: a text longer than max_tokens is cut there.
                 cut = len(text) > sampling.max_tokens
-                gens.append(
-                    Generation(
-                        text=text[: sampling.max_tokens] if cut else text,
-                        finish_reason="length" if cut else "stop",
-                        prompt_tokens=len(prompt),
-                        completion_tokens=min(len(text), sampling.max_tokens),
-                    )
+                gen = Generation(
+                    text=text[: sampling.max_tokens] if cut else text,
+                    finish_reason="length" if cut else "stop",
+                    prompt_tokens=len(prompt),
+                    completion_tokens=min(len(text), sampling.max_tokens),
+                    token_count_source="exact",
                 )
+                if sampling.logprobs:
+                    n_tokens = gen.completion_tokens or 0
+                    gen.token_logprobs, gen.top_logprobs = made_up_logprobs(
+                        rng, n_tokens, sampling.logprobs, sure=ok
+                    )
+                gens.append(gen)
             out.append(gens)
         return out
 

@@ -44,6 +44,7 @@ from curate.backends.openai_probe import (
     refused_alone,
 )
 from curate.backends.prefill import PrefillItem, PrefillResult, server_reference_logprobs
+from curate.core.reasoning import ended, joined, separated
 from curate.core.seeds import derive_seed
 from curate.errors import RunError
 from curate.remote import (
@@ -72,7 +73,6 @@ from curate.remote.openai_wire import (
     prompt_chars,
     replica_fault,
     request_body,
-    split_total,
 )
 from curate.remote.pool import EndpointPool
 from curate.remote.settings import OPENAI_KEY_ENV, PLACEHOLDER_KEY, RemoteSettings, shown_urls
@@ -144,6 +144,7 @@ class OpenAIBackend:
         # What the endpoint accepts, learned from the first request that shows it.
         self.capabilities = Capabilities()
         self.reached = False  # some request got an HTTP answer (any status)
+        self._tokenizer: Any = None  # loaded on first need; False: there is none
 
     @property
     def n_supported(self) -> bool | None:
@@ -178,6 +179,15 @@ class OpenAIBackend:
                 "openai_sdk": openai.__version__,
             },
         )
+
+    def count_tokens(self, text: str) -> int | None:
+        """`text`'s length in the model's tokens, when its tokenizer is on this machine
+        (a local model directory, or one in the Hugging Face cache); None otherwise."""
+        if self._tokenizer is None:
+            self._tokenizer = local_tokenizer(self.model) or False
+        if self._tokenizer is False:
+            return None
+        return len(self._tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def scrub(self, text: str) -> str:
         # The placeholder is no secret, and blanking it would garble messages.
@@ -491,6 +501,10 @@ class _Run:
         if prompt_tokens is not None and completion_tokens is not None:
             self.caller.pacer.refund(estimate - prompt_tokens - completion_tokens)
         choices = self.caps.learn_from_answer(choices, n, seed)
+        if self.caps.learn_token_ids(choices) and not _counted(choices):
+            # The endpoint gives each choice's tokens when asked: ask again, once per
+            # backend, rather than store this answer's counts as estimates.
+            raise Redo
         self.rejections.succeed()
         self.stats.content_filtered += sum(c.finish_reason == CONTENT_FILTER for c in choices)
         return self._generations(
@@ -505,43 +519,71 @@ class _Run:
         latency: float,
         attempts: int,
     ) -> list[Generation]:
-        k = len(choices)
-        # The prompt is billed once per request: share it so the rollouts add up to it.
-        prompt_parts: list[int | None] = [None] * k
-        if prompt_tokens is not None:
-            prompt_parts = [*split_total(prompt_tokens, [1.0] * k)]
-        per_choice = [c.completion_tokens for c in choices]
-        completion_parts: list[int | None]
-        if all(t is not None for t in per_choice):
-            completion_parts = list(per_choice)
-        elif completion_tokens is not None:
-            completion_parts = list(
-                completion_token_split(
-                    completion_tokens,
-                    [c.text for c in choices],
-                    [c.finish_reason for c in choices],
-                    self.sampling.max_tokens,
+        """One answer's generations, each with its own token counts and where they came
+        from (`_counts`)."""
+        gens = []
+        for c in choices:
+            # A server says "not ended" by sending no content; the rule that decides
+            # is curate.core.reasoning's (a block closed at the last token included).
+            closed = None if c.reasoning is None else ended(c.text, c.finish_reason)
+            gens.append(
+                Generation(
+                    text=c.text,
+                    finish_reason=c.finish_reason,
+                    latency_s=latency,
+                    attempts=attempts,
+                    reasoning=c.reasoning,
+                    reasoning_closed=closed,
+                    token_logprobs=c.token_logprobs,
+                    top_logprobs=_top_k(c.top_logprobs, self.sampling.logprobs),
                 )
             )
-        else:
-            completion_parts = [None] * k
-        return [
-            Generation(
-                text=c.text,
-                finish_reason=c.finish_reason,
-                prompt_tokens=p,
-                completion_tokens=t,
-                latency_s=latency,
-                attempts=attempts,
-                reasoning=c.reasoning,
-                # A server says "not ended" by sending no content; an answer or a
-                # normal stop means it ended.
-                reasoning_closed=None
-                if c.reasoning is None
-                else bool(c.text) or c.finish_reason != "length",
+        self._counts(gens, choices, prompt_tokens, completion_tokens)
+        return gens
+
+    def _counts(
+        self,
+        gens: list[Generation],
+        choices: list[Choice],
+        prompt_tokens: int | None,
+        completion_tokens: int | None,
+    ) -> None:
+        """Each generation's prompt and completion tokens, exact when the answer says
+        them per choice (vLLM's `token_ids`, the log-probabilities, a per-choice usage,
+        or a request's usage with one choice), else counted with the model's tokenizer
+        when there is one, else the request's total shared out (estimated).
+
+        The prompt is each rollout's own: the request's prompt tokens (reported once
+        per request, as the prompt was sent once), as the offline engine stores it."""
+        estimated: list[int] | None = None
+        for pos, (gen, c) in enumerate(zip(gens, choices, strict=True)):
+            gen.prompt_tokens = (
+                len(c.prompt_token_ids) if c.prompt_token_ids is not None else prompt_tokens
             )
-            for c, p, t in zip(choices, prompt_parts, completion_parts, strict=True)
-        ]
+            source = "exact"
+            if c.token_ids is not None:
+                gen.completion_tokens = len(c.token_ids)
+            elif c.token_logprobs is not None:
+                gen.completion_tokens = len(c.token_logprobs)
+            elif c.completion_tokens is not None:
+                gen.completion_tokens = c.completion_tokens
+            elif len(choices) == 1 and completion_tokens is not None:
+                gen.completion_tokens = completion_tokens
+            elif (counted := self.b.count_tokens(_as_generated(c))) is not None:
+                gen.completion_tokens, source = counted, "tokenizer"
+            elif completion_tokens is not None:
+                if estimated is None:
+                    estimated = completion_token_split(
+                        completion_tokens,
+                        [_as_generated(ch) for ch in choices],
+                        [ch.finish_reason for ch in choices],
+                        self.sampling.max_tokens,
+                    )
+                gen.completion_tokens, source = estimated[pos], "estimated"
+            else:
+                source = ""
+            if gen.completion_tokens is not None or gen.prompt_tokens is not None:
+                gen.token_count_source = source or "estimated"
 
     def _body(self, prompt: Prompt, n: int, seed: int | None) -> dict[str, Any]:
         s = self.sampling
@@ -556,7 +598,46 @@ class _Run:
             seed=seed,
             stop=s.stop,
             max_tokens_key=self.caps.max_tokens_key,
+            # One more than K: vLLM lists the sampled token first among them, so K + 1
+            # always holds the true top K (see `_top_k`).
+            top_logprobs=None if s.logprobs is None else s.logprobs + 1,
+            token_ids=self.caps.token_ids is True,
         )
+
+
+def local_tokenizer(model: str) -> Any:
+    """The tokenizer of `model` if it can be loaded without the network, else None."""
+    try:
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(model, local_files_only=True)
+    except Exception:  # no transformers, not a local model, not cached: no tokenizer
+        return None
+
+
+def _counted(choices: list[Choice]) -> bool:
+    """Whether an answer says every choice's completion tokens by itself."""
+    return len(choices) == 1 or all(
+        c.token_ids is not None or c.token_logprobs is not None or c.completion_tokens is not None
+        for c in choices
+    )
+
+
+def _as_generated(choice: Choice) -> str:
+    """A choice's text as the model generated it: its reasoning put back in its tags."""
+    if choice.reasoning is None:
+        return choice.text
+    split = separated(choice.text, choice.reasoning, ended(choice.text, choice.finish_reason))
+    return joined(split)
+
+
+def _top_k(steps: list[list[float]] | None, k: int | None) -> list[list[float]] | None:
+    """The K largest of each step's listed log-probabilities. The backend asks for K + 1:
+    vLLM lists the sampled token first and then the top ones, so K + 1 entries hold the
+    true top K whether or not the sampled token is among them."""
+    if steps is None or not k:
+        return None
+    return [sorted(step, reverse=True)[:k] for step in steps]
 
 
 # --------------------------------------------------------------------------- factory

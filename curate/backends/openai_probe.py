@@ -56,6 +56,10 @@ class Capabilities:
     # Newer chat models refuse `max_tokens` and want `max_completion_tokens`.
     max_completion_tokens: bool = False
     accepted: bool = False  # some request got a usable answer
+    # Whether the endpoint fills each choice's `token_ids` when asked
+    # (`return_token_ids`, vLLM): learned from the first answer, which has the field
+    # (null) on a vLLM server; never asked of an endpoint that has not shown it.
+    token_ids: bool | None = None
 
     @property
     def settled(self) -> bool:
@@ -106,6 +110,14 @@ class Capabilities:
         if n2 < n:
             self.n_supported = False
             log.warning("the endpoint rejects n > 1: sending one request per rollout")
+
+    def learn_token_ids(self, choices: list[Choice]) -> bool:
+        """Learn from a usable answer whether the endpoint knows `token_ids`; True when
+        it was just learned that it does (the answer may be asked for again with them)."""
+        if self.token_ids is not None or not choices:
+            return False
+        self.token_ids = all(c.knows_token_ids for c in choices)
+        return self.token_ids
 
     def learn_from_answer(self, choices: list[Choice], n: int, seed: int | None) -> list[Choice]:
         """The choices to keep of a usable answer to a request for n; Retryable for

@@ -87,6 +87,7 @@ def sampling_params(sampling: SamplingConfig, n: int, seed: int | None) -> vllm.
         max_tokens=sampling.max_tokens,
         stop=list(sampling.stop) or None,
         seed=seed,
+        logprobs=sampling.logprobs,
     )
 
 
@@ -157,6 +158,30 @@ def parsed(parser: Any, text: str, finish_reason: str | None) -> Generation:
     )
 
 
+# The floor of a log-probability (vLLM's server clamps -inf to it in its answers).
+LOGPROB_FLOOR = -9999.0
+
+
+def token_logprobs(
+    token_ids: Sequence[int], steps: Sequence[Any], k: int
+) -> tuple[list[float], list[list[float]]]:
+    """(each sampled token's log-probability, the top K log-probabilities of each step,
+    largest first) from the engine's per-step {token id: Logprob} maps, which hold the
+    top K and the sampled token when it is not among them."""
+    sampled: list[float] = []
+    tops: list[list[float]] = []
+    for token, step in zip(token_ids, steps, strict=False):
+        if step is None:
+            sampled.append(LOGPROB_FLOOR)
+            tops.append([])
+            continue
+        values = sorted((max(lp.logprob, LOGPROB_FLOOR) for lp in step.values()), reverse=True)
+        chosen = step.get(token)
+        sampled.append(LOGPROB_FLOOR if chosen is None else max(chosen.logprob, LOGPROB_FLOOR))
+        tops.append(values[:k])
+    return sampled, tops
+
+
 class VLLMBackend:
     """Wraps one `vllm.LLM`; build it with `open_vllm`."""
 
@@ -182,7 +207,7 @@ class VLLMBackend:
         # Offline batches have no per-request latency; record the batch's share.
         per_rollout = (time.perf_counter() - start) / max(1, sum(r.n for r in requests))
         return [
-            self._generations(req, out, per_rollout)
+            self._generations(req, out, per_rollout, sampling.logprobs)
             for req, out in zip(requests, outputs, strict=True)
         ]
 
@@ -249,7 +274,12 @@ class VLLMBackend:
                     req = requests[index]
                     queued -= req.n
                     finished = True
-                    yield index, self._generations(req, out, time.perf_counter() - started)
+                    yield (
+                        index,
+                        self._generations(
+                            req, out, time.perf_counter() - started, sampling.logprobs
+                        ),
+                    )
                 if not finished:
                     yield None
         finally:
@@ -261,8 +291,11 @@ class VLLMBackend:
         """Prefill scoring (`curate.backends.prefill`), for `--grader r3`."""
         return vllm_reference_logprobs(self._llm, items, mode)
 
-    def _generations(self, req: GenerationRequest, out: Any, seconds: float) -> list[Generation]:
-        """One finished request's generations, in the engine's completion order."""
+    def _generations(
+        self, req: GenerationRequest, out: Any, seconds: float, k: int | None
+    ) -> list[Generation]:
+        """One finished request's generations, in the engine's completion order; with
+        `k`, each one's token log-probabilities (`token_logprobs`)."""
         prompt_tokens = len(out.prompt_token_ids or [])
         gens = []
         for c in sorted(out.outputs, key=lambda c: c.index):
@@ -271,7 +304,10 @@ class VLLMBackend:
             else:
                 gen = Generation(text=c.text, finish_reason=c.finish_reason)
             gen.prompt_tokens, gen.completion_tokens = prompt_tokens, len(c.token_ids)
+            gen.token_count_source = "exact"
             gen.latency_s = seconds
+            if c.logprobs is not None and k:
+                gen.token_logprobs, gen.top_logprobs = token_logprobs(c.token_ids, c.logprobs, k)
             gens.append(gen)
         if len(gens) != req.n:
             gens += [Generation(text=None, error="engine returned too few completions")] * (

@@ -305,6 +305,37 @@ def eval_cmd(
             min=1, help="Completion tokens per rollout.", metavar="N", rich_help_panel=SAMPLING
         ),
     ] = DEFAULT_SAMPLING.max_tokens,
+    logprobs: Annotated[
+        int | None,
+        typer.Option(
+            help="Store token confidence: the top K log-probabilities of each sampled "
+            "token, summarised per rollout (mean log-probability, entropy, DeepConf's "
+            "lowest group and tail confidence; `curate report` measures them against "
+            "the grade). K from 1 to 19.",
+            metavar="K",
+            show_default=False,
+            rich_help_panel=SAMPLING,
+        ),
+    ] = None,
+    confidence_window: Annotated[
+        int | None,
+        typer.Option(
+            help="Tokens per group of the group and tail confidence (with --logprobs). "
+            "\\[default: 64]",
+            metavar="N",
+            show_default=False,
+            rich_help_panel=SAMPLING,
+        ),
+    ] = None,
+    keep_token_logprobs: Annotated[
+        bool,
+        typer.Option(
+            "--keep-token-logprobs",
+            help="Also store the per-token log-probability arrays (with --logprobs; "
+            "large: for small runs).",
+            rich_help_panel=SAMPLING,
+        ),
+    ] = False,
     stop: Annotated[
         list[str] | None,
         typer.Option(
@@ -544,6 +575,9 @@ def eval_cmd(
         top_p=top_p,
         max_tokens=max_tokens,
         stop=tuple(stop or ()),
+        logprobs=logprobs,
+        confidence_window=confidence_window,
+        keep_token_logprobs=keep_token_logprobs,
         seed=seed,
         mode=mode.value if mode else None,  # type: ignore[arg-type]
         system=system,

@@ -12,6 +12,12 @@ Where the reasoning comes from, first that applies:
   the chat template opened the block in the prompt (Qwen3, DeepSeek-R1), so the text up
   to it is reasoning; a ``<think>`` never closed is reasoning with no answer.
 
+A reasoning block that closes on the very last token the budget allowed (finish reason
+``length``, nothing after ``</think>``) counts as *never closed* (`ended`): a server that
+separates reasoning sends no tag, so from its answer alone such a block cannot be told
+from one cut before its end, and one rule for both keeps the offline engine and a server
+storing the same row. Either way the model gave no answer.
+
 A rollout is *cut short* when it stopped on max_tokens (finish reason ``length``) or its
 reasoning never closed; the store's `truncated` column says so, and the run's truncation
 policy (`TRUNCATION_POLICIES`) says how it is scored and counted.
@@ -75,6 +81,21 @@ def split_reasoning(text: str) -> ReasoningSplit:
         # The template opened the block in the prompt; only the closing tag is ours.
         return ReasoningSplit(text[close + len(THINK_CLOSE) :], text[:close], True)
     return ReasoningSplit(text)
+
+
+def ended(answer: str | None, finish_reason: str | None) -> bool:
+    """Whether a reasoning block that was followed by `answer` counts as closed: it is,
+    unless the rollout stopped on max_tokens with nothing after the block (the
+    closed-at-the-last-token rule of the module docstring)."""
+    return bool(answer) or finish_reason != "length"
+
+
+def at_last_token(split: ReasoningSplit, finish_reason: str | None) -> ReasoningSplit:
+    """`split` under the closed-at-the-last-token rule (`ended`): a block closed with no
+    answer after it on a rollout stopped by max_tokens becomes one never closed."""
+    if split.closed and not ended(split.answer, finish_reason):
+        return ReasoningSplit(None, split.reasoning, False)
+    return split
 
 
 def separated(content: str | None, reasoning: str, closed: bool) -> ReasoningSplit:

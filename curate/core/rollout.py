@@ -41,6 +41,32 @@ class Rollout:
     # alone), False when it is retried; null on a scored row (curate.core.settled).
     # Late too: older shards read it as null.
     settled: bool | None = None
+    # How prompt_tokens and completion_tokens were counted (TOKEN_COUNT_SOURCES); null
+    # on rows written before it, and on rows with no counts. Late too.
+    token_count_source: str | None = None
+    # Token confidence (`curate eval --logprobs K`, curate.stats.confidence): the mean
+    # sampled-token log-probability, the mean entropy over the top K, DeepConf's mean
+    # token confidence, lowest group confidence and tail confidence, and the record
+    # lows of the group confidence (the token count at which each new low was reached,
+    # and its value) from which an early stop at any threshold is replayed. Null
+    # without --logprobs. Late too.
+    logprob_mean: float | None = None
+    entropy_mean: float | None = None
+    confidence_mean: float | None = None
+    confidence_lowest_group: float | None = None
+    confidence_tail: float | None = None
+    confidence_low_at: list[int] | None = None
+    confidence_low: list[float] | None = None
+    # The per-token arrays (--keep-token-logprobs only): each sampled token's
+    # log-probability and the top K log-probabilities at its step.
+    token_logprobs: list[float] | None = None
+    top_logprobs: list[list[float]] | None = None
+
+
+# How a rollout's token counts were made: reported per rollout by the engine or server
+# (exact), counted with the model's tokenizer from the text (tokenizer), or shares of a
+# request's total (estimated).
+TOKEN_COUNT_SOURCES: Final = ("exact", "tokenizer", "estimated")
 
 
 # Kept as strings so that importing this module does not import polars.
@@ -62,6 +88,16 @@ ROLLOUT_DTYPES: Final[dict[str, str]] = {
     "reasoning": "String",
     "reasoning_closed": "Boolean",
     "settled": "Boolean",
+    "token_count_source": "String",
+    "logprob_mean": "Float64",
+    "entropy_mean": "Float64",
+    "confidence_mean": "Float64",
+    "confidence_lowest_group": "Float64",
+    "confidence_tail": "Float64",
+    "confidence_low_at": "List(Int32)",
+    "confidence_low": "List(Float64)",
+    "token_logprobs": "List(Float64)",
+    "top_logprobs": "List(List(Float64))",
 }
 
 ROLLOUT_FIELDS: Final[tuple[str, ...]] = tuple(f.name for f in fields(Rollout))

@@ -45,6 +45,7 @@ from curate.evaluation.spec import DEFAULT_CHUNK_SIZE, DEFAULT_ROLLOUTS, Evaluat
 from curate.graders.base import DEFAULT_TIMEOUT_S
 from curate.graders.judge import JudgeConfig, judge_settings_of, judge_usage_of, merge_usage
 from curate.graders.registry import grader_kind
+from curate.stats.confidence import DEFAULT_WINDOW, MAX_LOGPROBS
 from curate.store.manifest import RunManifest
 from curate.store.run_dir import PairTally, RolloutStore, set_aside_corrupt_shards
 
@@ -145,6 +146,12 @@ class EvalOptions:
     context_check: bool = True
     # This process's share of an array job (curate/core/shards.py); None: every sample.
     shard: ShardSpec | None = None
+    # Token confidence (curate/stats/confidence.py): the top K log-probabilities per
+    # token (None: not asked), the window of the group and tail confidence (None: the
+    # default), and whether the per-token arrays are stored too.
+    logprobs: int | None = None
+    confidence_window: int | None = None
+    keep_token_logprobs: bool = False
 
     def backend_options(self) -> BackendOptions:
         """The backend's validated options."""
@@ -156,6 +163,11 @@ class EvalOptions:
             top_p=self.top_p,
             max_tokens=self.max_tokens,
             stop=tuple(self.stop),
+            logprobs=self.logprobs,
+            confidence_window=None
+            if self.logprobs is None
+            else self.confidence_window or DEFAULT_WINDOW,
+            keep_token_logprobs=self.keep_token_logprobs,
         )
 
     def run_dir(self) -> Path:
@@ -196,6 +208,21 @@ class EvalOutcome:
         if r.rollouts > 0 and r.errors == r.rollouts and r.errors > r.settled:
             return True
         return self.tally is not None and self.tally.never_scored
+
+
+def check_logprob_options(opts: EvalOptions) -> None:
+    """--logprobs K within what every backend serves; the window and the arrays only
+    with it."""
+    k = opts.logprobs
+    if k is not None and not 1 <= k <= MAX_LOGPROBS:
+        raise UsageError(f"--logprobs must be from 1 to {MAX_LOGPROBS}, not {k}")
+    if opts.confidence_window is not None and opts.confidence_window < 1:
+        raise UsageError(
+            f"--confidence-window must be at least 1 token, not {opts.confidence_window}"
+        )
+    if k is None and (opts.keep_token_logprobs or opts.confidence_window is not None):
+        given = "--keep-token-logprobs" if opts.keep_token_logprobs else "--confidence-window"
+        raise UsageError(f"{given} needs --logprobs K")
 
 
 def default_run_dir(data: Path, model: str) -> Path:
@@ -265,6 +292,7 @@ def evaluate(
         truncation = parse_truncation(opts.truncation)
     except ValueError as exc:
         raise UsageError(f"--truncated {exc}") from None
+    check_logprob_options(opts)
     policy = adaptive_policy(opts)
     check_shard_options(opts)
     deepen = deepen_options(opts)

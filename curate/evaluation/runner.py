@@ -28,6 +28,7 @@ from curate.core.reasoning import (
     TRUNCATED_ERROR_PREFIX,
     TRUNCATION_POLICIES,
     Truncation,
+    at_last_token,
     cut_short,
     joined,
     separated,
@@ -44,6 +45,7 @@ from curate.evaluation.spec import DEFAULT_CHUNK_SIZE, Evaluation, evaluation_of
 from curate.graders import Grader
 from curate.graders.base import SampleContext, grade, needs_context, sees_reasoning
 from curate.graders.r3 import is_group_prefill
+from curate.stats.confidence import DEFAULT_WINDOW, trace_summary
 from curate.store.run_dir import RolloutStore
 
 if TYPE_CHECKING:
@@ -235,6 +237,28 @@ def _chunks(items: Sequence[GenerationRequest], size: int) -> Iterator[Sequence[
         yield items[i : i + size]
 
 
+@dataclass(frozen=True, slots=True)
+class ConfidenceSettings:
+    """How a run summarises token log-probabilities: the window of its group and tail
+    confidence, and whether the per-token arrays are stored as well."""
+
+    window: int
+    keep_arrays: bool = False
+
+    @classmethod
+    def of(cls, sampling: SamplingConfig) -> ConfidenceSettings | None:
+        """The run's settings (None: it asked for no log-probabilities)."""
+        if sampling.logprobs is None:
+            return None
+        return cls(sampling.confidence_window or DEFAULT_WINDOW, sampling.keep_token_logprobs)
+
+    def summarise(self, record: Rollout, sampled: list[float], tops: list[list[float]]) -> None:
+        for name, value in trace_summary(sampled, tops, self.window).items():
+            setattr(record, name, value)
+        if self.keep_arrays:
+            record.token_logprobs, record.top_logprobs = sampled, tops
+
+
 def grade_generations(
     requests: Sequence[GenerationRequest],
     generations: Sequence[Sequence[Generation]],
@@ -244,6 +268,7 @@ def grade_generations(
     truncation: Truncation = DEFAULT_TRUNCATION,
     unusable: Collection[str] = frozenset(),
     group: Callable[[list[Rollout]], None] | None = None,
+    confidence: ConfidenceSettings | None = None,
 ) -> dict[str, list[Any]]:
     """Rollout rows (column -> values) for a chunk; failed generations become error rows.
 
@@ -257,7 +282,9 @@ def grade_generations(
     rollout cut short under the `error` policy and for a grader error on a sample in
     `unusable` (its reference failed the pre-run check); retryable otherwise. `group`,
     when given, grades the rollouts in place of `grader` (a grade that reads the
-    rollout's siblings: `curate.evaluation.r3`)."""
+    rollout's siblings: `curate.evaluation.r3`). With `confidence`, a generation's token
+    log-probabilities become its confidence summaries (`curate.stats.confidence`), and its
+    arrays are kept when it says so."""
     if truncation not in TRUNCATION_POLICIES:  # the options were checked: a caller's bug
         raise ValueError(f"unknown truncation policy {truncation!r}")
     whole_text = sees_reasoning(grader)
@@ -276,8 +303,11 @@ def grade_generations(
                 latency_s=gen.latency_s,
                 seed=req.seed if gen.seed is None else gen.seed,
                 attempts=gen.attempts,
+                token_count_source=gen.token_count_source,
             )
             records.append(record)
+            if confidence is not None and gen.token_logprobs is not None:
+                confidence.summarise(record, gen.token_logprobs, gen.top_logprobs or [])
             if gen.error is not None:
                 record.settled = gen.settled
                 continue
@@ -291,6 +321,7 @@ def grade_generations(
             else:
                 split = split_reasoning(gen.text or "")
                 raw = gen.text or ""
+            split = at_last_token(split, gen.finish_reason)
             record.completion, record.reasoning = split.answer, split.reasoning
             record.reasoning_closed = split.closed
             record.truncated = cut_short(gen.finish_reason, split)
@@ -480,6 +511,7 @@ def run_eval(
             ev.truncation,
             ev.unusable_references,
             stage.grade if stage is not None else None,
+            ConfidenceSettings.of(ev.sampling),
         )
         frame = pl.DataFrame(cols, schema_overrides={"rollout_idx": pl.Int32})
         store.append(frame)

@@ -11,7 +11,7 @@ from typing import Any
 from curate import __version__
 from curate.core.prompts import Mode
 from curate.core.reasoning import DEFAULT_TRUNCATION, TRUNCATION_KEY, Truncation, truncation_of
-from curate.core.sampling import SamplingConfig
+from curate.core.sampling import STORAGE_ONLY_KEYS, SamplingConfig
 
 # Manifest keys whose change would change the scores: a resume must refuse them.
 SCORE_KEYS = (
@@ -119,7 +119,7 @@ def score_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
                 diffs.append(f"reference extraction {a!r} -> {b!r}")
         elif key == "sampling" and isinstance(a, dict) and isinstance(b, dict):
             for sub in sorted(set(a) | set(b)):
-                if a.get(sub) != b.get(sub):
+                if sub not in STORAGE_ONLY_KEYS and a.get(sub) != b.get(sub):
                     diffs.append(f"{sub} {a.get(sub)!r} -> {b.get(sub)!r}")
         elif a != b:
             if key == "dataset_sha256":

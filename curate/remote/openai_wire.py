@@ -123,11 +123,15 @@ def request_body(
     seed: int | None = None,
     stop: Sequence[str] = (),
     max_tokens_key: str = "max_tokens",
+    top_logprobs: int | None = None,
+    token_ids: bool = False,
 ) -> dict[str, Any]:
     """The JSON body of a chat or completion request, with only what is needed: n=1,
     no seed and no stop are the defaults everywhere, and some endpoints reject
     parameters they do not know. `max_tokens_key` is "max_completion_tokens" for the
-    chat models that refuse `max_tokens`."""
+    chat models that refuse `max_tokens`. `top_logprobs`: each generated token's
+    log-probability and the top so many at its step; `token_ids`: vLLM's
+    `return_token_ids` (each choice's token ids and the prompt's), for exact counts."""
     body: dict[str, Any] = {"model": model, "temperature": temperature}
     if top_p is not None:
         body["top_p"] = top_p
@@ -138,6 +142,15 @@ def request_body(
         body["seed"] = seed
     if stop:
         body["stop"] = list(stop)
+    if top_logprobs is not None:
+        if mode == "chat":
+            body["logprobs"] = True
+            body["top_logprobs"] = top_logprobs
+        else:
+            body["logprobs"] = top_logprobs
+    if token_ids:
+        # Not an OpenAI parameter: the SDK sends it only as an extra body field.
+        body["extra_body"] = {"return_token_ids": True}
     if mode == "chat":
         body["messages"] = (
             [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
@@ -212,6 +225,16 @@ class Choice:
     finish_reason: str | None
     completion_tokens: int | None
     reasoning: str | None = None  # the server's reasoning field, when it separated it
+    # vLLM's `token_ids` (the choice's generated tokens, with `return_token_ids`) and
+    # the prompt's; `knows_token_ids`: the answer had the field at all (a vLLM server,
+    # which fills it when asked).
+    token_ids: list[int] | None = None
+    prompt_token_ids: list[int] | None = None
+    knows_token_ids: bool = False
+    # With logprobs asked for: each generated token's log-probability and the
+    # log-probabilities of the alternatives the server listed at its step.
+    token_logprobs: list[float] | None = None
+    top_logprobs: list[list[float]] | None = None
 
 
 # Where OpenAI-compatible servers put separated reasoning: vLLM (0.32) and SGLang
@@ -225,6 +248,45 @@ def _reasoning_of(where: dict[str, Any]) -> str | None:
         if isinstance(value, str):
             return value
     return None
+
+
+def _ints(value: Any) -> list[int] | None:
+    if isinstance(value, list) and all(isinstance(v, int) for v in value):
+        return value
+    return None
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    raise Retryable(MALFORMED, "a log-probability is not a number")
+
+
+def _logprobs_of(value: Any) -> tuple[list[float] | None, list[list[float]] | None]:
+    """(sampled-token log-probabilities, each step's listed log-probabilities) of a
+    choice's `logprobs`: the chat form (`content`: [{logprob, top_logprobs: [...]}])
+    or the completions form (`token_logprobs`, `top_logprobs`: [{token: logprob}]);
+    (None, None) without them."""
+    if not isinstance(value, dict):
+        return None, None
+    content = value.get("content")
+    if isinstance(content, list):
+        sampled, tops = [], []
+        for step in content:
+            if not isinstance(step, dict):
+                raise Retryable(MALFORMED, "a logprobs entry is not an object")
+            sampled.append(_number(step.get("logprob")))
+            alts = step.get("top_logprobs") or []
+            tops.append([_number(a.get("logprob")) for a in alts if isinstance(a, dict)])
+        return sampled, tops
+    chosen = value.get("token_logprobs")
+    if isinstance(chosen, list):
+        listed = value.get("top_logprobs") or [None] * len(chosen)
+        return (
+            [_number(v) for v in chosen],
+            [[_number(v) for v in (a or {}).values()] for a in listed],
+        )
+    return None, None
 
 
 def parse_body(content: bytes, mode: Mode) -> tuple[list[Choice], int | None, int | None]:
@@ -258,6 +320,7 @@ def parse_body(content: bytes, mode: Mode) -> tuple[list[Choice], int | None, in
         usage = c.get("usage")
         tokens = _int_or_none(usage.get("completion_tokens")) if isinstance(usage, dict) else None
         index = c.get("index")
+        sampled, tops = _logprobs_of(c.get("logprobs"))
         out.append(
             Choice(
                 index=index if isinstance(index, int) else pos,
@@ -265,6 +328,11 @@ def parse_body(content: bytes, mode: Mode) -> tuple[list[Choice], int | None, in
                 finish_reason=c.get("finish_reason"),
                 completion_tokens=tokens,
                 reasoning=reasoning,
+                token_ids=_ints(c.get("token_ids")),
+                prompt_token_ids=_ints(c.get("prompt_token_ids", data.get("prompt_token_ids"))),
+                knows_token_ids="token_ids" in c,
+                token_logprobs=sampled,
+                top_logprobs=tops,
             )
         )
     out.sort(key=lambda ch: ch.index)

@@ -110,8 +110,16 @@ def build_report(
     hint = loaded.summary.samples if policy in (Truncation.GRADE, Truncation.WRONG) else None
     lengths = load_lengths(path, loaded.manifest, rows=loaded.source.lengths(), samples_hint=hint)
     if lengths is not None:
+        from curate.analysis.confidence import token_count_sources
+
+        lengths.section["token_counts"] = token_count_sources(path)
         loaded.summary.extra["lengths"] = lengths.section
         loaded.summary.warnings.extend(length_warnings(lengths.section))
+    # Token confidence against the grade, when the run stored it (--logprobs).
+    from curate.analysis.confidence import load_confidence
+
+    if (confidence := load_confidence(path)) is not None:
+        loaded.summary.extra["confidence"] = confidence
     # Answers with no letter or digit: their count and one example (a second read, of
     # the completion texts; none for a bare score table).
     from curate.analysis.empty import load_empty

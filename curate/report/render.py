@@ -220,7 +220,63 @@ def length_lines(section: dict[str, Any]) -> list[str]:
         )
     if (line := max_tokens_sentence(section)) is not None:
         lines.append(line)
+    if (line := token_count_line(section.get("token_counts"))) is not None:
+        lines.append(line)
     return lines
+
+
+def token_count_line(counts: dict[str, int] | None) -> str | None:
+    """How the token counts were made, when not all were exact (None otherwise)."""
+    if not counts or sum(counts.values()) == counts.get("exact", 0):
+        return None
+    parts = [f"{n:,} {name}" for name, n in counts.items() if n]
+    return (
+        "token counts: " + ", ".join(parts) + " (tokenizer: counted from the text; "
+        "estimated: shares of a request's total; unknown: not recorded): the lengths "
+        "above are approximate"
+    )
+
+
+def confidence_rows(section: dict[str, Any]) -> list[tuple[str, ...]]:
+    """(measure, AUROC, AUROC within samples, pass rate kept at each cut) rows."""
+    rows = []
+    for m in section["measures"].values():
+        kept = [_pct(k["pass_rate"]) for k in m["kept"]]
+        rows.append((m["label"], _fmt(m["auroc"]), _fmt(m["auroc_within_samples"]), *kept))
+    return rows
+
+
+def confidence_head(section: dict[str, Any]) -> tuple[str, ...]:
+    keeps = [
+        f"pass, top {k['keep']:.0%} kept" for k in next(iter(section["measures"].values()))["kept"]
+    ]
+    return ("confidence", "AUROC", "AUROC in samples", *keeps)
+
+
+def confidence_lines(section: dict[str, Any]) -> list[str]:
+    """The lines under the confidence table: what it is over, and the early stop."""
+    mixed = next(iter(section["measures"].values()))["mixed_samples"]
+    lines = [
+        f"token confidence (top {section.get('logprobs')} log-probabilities, window "
+        f"{section.get('window')} tokens) of {section['rollouts']:,} scored rollouts, "
+        f"pass rate {_pct(section['pass_rate'])}; AUROC for full credit, in samples: "
+        f"mean over {mixed:,} mixed samples"
+    ]
+    for stop in section["early_stop"]:
+        if not stop["rollouts"]:
+            continue
+        saved = stop["tokens_saved_share"]
+        lines.append(
+            f"early stop keeping {stop['keep']:.0%} (DeepConf threshold from warm-up "
+            f"rollouts): {stop['stopped']:,} of {stop['rollouts']:,} later rollouts stopped, "
+            f"{_pct(saved)} of their tokens saved; pass rate of those finished "
+            f"{_pct(stop['pass_rate_finished'])} vs {_pct(stop['pass_rate_all'])} of all"
+        )
+    return lines
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
 
 
 def max_tokens_sentence(section: dict[str, Any]) -> str | None:
@@ -397,6 +453,12 @@ def render_markdown(
         ]
         lines += ["| " + " | ".join(row) + " |" for row in length_rows(lengths)]
         lines += [""] + [f"- {line}" for line in length_lines(lengths)]
+    if confidence := s.extra.get("confidence"):
+        names = confidence_head(confidence)
+        lines += ["", "| " + " | ".join(names) + " |"]
+        lines += ["| --- |" + " ---: |" * (len(names) - 1)]
+        lines += ["| " + " | ".join(row) + " |" for row in confidence_rows(confidence)]
+        lines += [""] + [f"- {line}" for line in confidence_lines(confidence)]
     head, detail = multiplier_lines(s.compute_multiplier)
     lines += ["", f"**Compute multiplier:** {head}", ""] + [f"- {line}" for line in detail]
     if note := rule_of_thumb_note(s.compute_multiplier, s.high_variance_fraction):
@@ -506,6 +568,16 @@ def render_table(
             table.add_row(*cells)
         console.print(table)
         for line in length_lines(lengths):
+            console.print(line, highlight=False)
+
+    if confidence := s.extra.get("confidence"):
+        table = Table(title="token confidence against the grade")
+        for i, name in enumerate(confidence_head(confidence)):
+            table.add_column(name, justify="left" if i == 0 else "right")
+        for measure in confidence_rows(confidence):
+            table.add_row(*measure)
+        console.print(table)
+        for line in confidence_lines(confidence):
             console.print(line, highlight=False)
 
     head, detail = multiplier_lines(s.compute_multiplier)

@@ -20,7 +20,22 @@ FORMAT_VERSION: Final = 1
 ROLLOUT_COLUMNS: Final[dict[str, str]] = ROLLOUT_DTYPES
 
 # Columns added after the first release: older shards lack them, and readers see nulls.
-LATE_ROLLOUT_COLUMNS: Final = ("raw_score", "reasoning", "reasoning_closed", "settled")
+LATE_ROLLOUT_COLUMNS: Final = (
+    "raw_score",
+    "reasoning",
+    "reasoning_closed",
+    "settled",
+    "token_count_source",
+    "logprob_mean",
+    "entropy_mean",
+    "confidence_mean",
+    "confidence_lowest_group",
+    "confidence_tail",
+    "confidence_low_at",
+    "confidence_low",
+    "token_logprobs",
+    "top_logprobs",
+)
 
 # Columns renamed since the first release: old name -> current name. Shards and tables written
 # before a rename still read; every reader goes through `rollout_file_schema`/`scan_rollout_file`.
@@ -35,9 +50,16 @@ TOKEN_COLUMNS: Final = ("prompt_tokens", "completion_tokens")
 
 def rollout_schema() -> dict[str, object]:
     """The explicit polars schema of a rollout shard."""
+    return {name: polars_dtype(dtype) for name, dtype in ROLLOUT_COLUMNS.items()}
+
+
+def polars_dtype(name: str) -> object:
+    """The polars dtype a schema string names: "Float64", or "List(...)" of one."""
     import polars as pl
 
-    return {name: getattr(pl, dtype) for name, dtype in ROLLOUT_COLUMNS.items()}
+    if name.startswith("List(") and name.endswith(")"):
+        return pl.List(polars_dtype(name[len("List(") : -1]))  # type: ignore[arg-type]
+    return getattr(pl, name)
 
 
 def current_names(names: list[str] | tuple[str, ...]) -> dict[str, str]:

@@ -177,8 +177,12 @@ class FakeOpenAIServer(_LoopServer):
         max_prompt_chars: int | None = None,
         reject_all: str | None = None,
         content_filter: str | None = None,
+        token_ids: bool = False,
     ) -> None:
         super().__init__()
+        # As vLLM's server: every choice has a `token_ids` field, filled (one token per
+        # character) when the request has `return_token_ids`.
+        self.token_ids = token_ids
         self.models = set(models)
         self.api_key = api_key
         self.reject_n = reject_n
@@ -270,16 +274,22 @@ class FakeOpenAIServer(_LoopServer):
             if filtered:
                 text, finish = "", "content_filter"
             used += len(text)
+            extra: dict[str, Any] = {}
+            if self.token_ids:
+                extra["token_ids"] = (
+                    [ord(ch) for ch in text] if body.get("return_token_ids") else None
+                )
             if chat:
                 choices.append(
                     {
                         "index": i,
                         "message": {"role": "assistant", "content": None if filtered else text},
                         "finish_reason": finish,
+                        **extra,
                     }
                 )
             else:
-                choices.append({"index": i, "text": text, "finish_reason": finish})
+                choices.append({"index": i, "text": text, "finish_reason": finish, **extra})
         usage = {
             "prompt_tokens": len(prompt),
             "completion_tokens": used,

@@ -89,8 +89,9 @@ def test_eval_report_and_cost(
     assert rep.exit_code == 0, rep.stderr
     usage = json.loads(rep.stdout)["usage"]
     prompt, completion = int(frame["prompt_tokens"].sum()), int(frame["completion_tokens"].sum())
-    # n=4 per request: the 12 prompts are billed once each, not once per rollout.
-    assert prompt == sum(len(f"What is {i} + {2 * i}?") for i in range(12))
+    # Each rollout stores its whole prompt (as the offline engine does), n=4 per request:
+    # the usage counts the prompt once per rollout.
+    assert prompt == 4 * sum(len(f"What is {i} + {2 * i}?") for i in range(12))
     assert usage == {
         "prompt_tokens": prompt,
         "completion_tokens": completion,

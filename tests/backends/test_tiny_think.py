@@ -101,7 +101,9 @@ def test_server_sends_reasoning_apart_from_the_answer(think_server: Any) -> None
     assert "</think>" not in reasoning and "</think>" not in message["content"]
 
 
-def _evaluate(data: Path, out: Path, backend: str, engine: dict[str, Any]) -> pl.DataFrame:
+def _evaluate(
+    data: Path, out: Path, backend: str, engine: dict[str, Any], **fields: Any
+) -> pl.DataFrame:
     from curate.evaluation.evaluate import EvalOptions, evaluate
     from curate.store.run_dir import RolloutStore
 
@@ -116,21 +118,61 @@ def _evaluate(data: Path, out: Path, backend: str, engine: dict[str, Any]) -> pl
             max_tokens=MAX_TOKENS,
             seed=0,
             engine_options=engine,
+            **fields,
         )
     )
     assert outcome.result.errors == 0
     return RolloutStore(outcome.run_dir).rollouts().sort("sample_id", "rollout_idx")
 
 
+# Token confidence on both paths: K alternatives, a window short enough that the
+# thoughts here (up to MAX_TOKENS tokens) have several groups.
+CONFIDENCE = {"logprobs": 5, "confidence_window": 8, "keep_token_logprobs": True}
+# Log-probabilities cross the server as JSON from the same engine: equal to float32
+# rounding, not to the bit.
+LOGPROB_TOLERANCE = 1e-5
+
+
 @pytest.mark.slow
 def test_offline_engine_and_server_agree(think_server: Any, data: Path, tmp_path: Path) -> None:
+    """The same data and seeds through the offline engine and the server store the same
+    rows: text, split, scores, finish reasons, truncation, and every token count (the
+    server's per-choice counts, not shares of a request's total), with and without
+    log-probabilities; and the confidence summaries agree to float rounding."""
+    from curate.stats.confidence import SUMMARY_COLUMNS, trace_summary
+
     offline = _evaluate(
-        data, tmp_path / "offline", "vllm", {**TEST_ENGINE_OPTIONS, "reasoning_parser": PARSER}
+        data,
+        tmp_path / "offline",
+        "vllm",
+        {**TEST_ENGINE_OPTIONS, "reasoning_parser": PARSER},
+        **CONFIDENCE,
     )
-    served = _evaluate(data, tmp_path / "served", "openai", {"base_url": think_server.base_url})
+    served = _evaluate(
+        data, tmp_path / "served", "openai", {"base_url": think_server.base_url}, **CONFIDENCE
+    )
+    plain = _evaluate(data, tmp_path / "plain", "openai", {"base_url": think_server.base_url})
     columns = ["sample_id", "rollout_idx", "reasoning", "reasoning_closed", "completion", "score"]
-    columns += ["truncated", "finish_reason"]
+    columns += ["truncated", "finish_reason", "prompt_tokens", "completion_tokens"]
+    columns += ["token_count_source", "seed", "error", "extracted", "confidence_low_at"]
     assert offline.select(columns).equals(served.select(columns))
+    assert offline.select(columns[:-1]).equals(plain.select(columns[:-1]))
+    assert set(offline["token_count_source"]) == {"exact"}
+    # Every rollout's prompt is the whole prompt, as the engine tokenised it.
+    assert offline["prompt_tokens"].n_unique() > 1 and offline["prompt_tokens"].min() > 10
+    for name in (*SUMMARY_COLUMNS, "token_logprobs"):
+        a = offline[name].explode().to_numpy()
+        b = served[name].explode().to_numpy()
+        assert a.shape == b.shape and abs(a - b).max() < LOGPROB_TOLERANCE, name
+    # The stored summaries are those of the stored arrays; one array per token.
+    for row in offline.iter_rows(named=True):
+        assert len(row["token_logprobs"]) == row["completion_tokens"]
+        assert all(len(step) == CONFIDENCE["logprobs"] for step in row["top_logprobs"])
+        again = trace_summary(
+            row["token_logprobs"], row["top_logprobs"], CONFIDENCE["confidence_window"]
+        )
+        for name in SUMMARY_COLUMNS:
+            assert row[name] == pytest.approx(again[name], rel=1e-12), name
     # The reasoning is apart from the answer, without its tags. (The parser splits at the
     # first </think>: a model that closes its thought twice keeps the rest in the answer.)
     assert offline["reasoning"].null_count() == 0

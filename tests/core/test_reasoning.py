@@ -60,3 +60,14 @@ def test_truncation_of_an_older_manifest_is_grade() -> None:
     assert truncation_of({}) == "grade"
     assert truncation_of(None) == "grade"
     assert truncation_of({"truncation": "exclude"}) == "exclude"
+
+
+def test_ended_is_the_closed_at_the_last_token_rule() -> None:
+    from curate.core.reasoning import ReasoningSplit, at_last_token, ended
+
+    assert ended("4", "length") and ended("", "stop") and ended(None, None)
+    assert not ended("", "length") and not ended(None, "length")
+    cut = at_last_token(ReasoningSplit("", "r", True), "length")
+    assert (cut.answer, cut.reasoning, cut.closed) == (None, "r", False)
+    kept = ReasoningSplit("4", "r", True)
+    assert at_last_token(kept, "length") is kept

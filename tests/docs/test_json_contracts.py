@@ -34,7 +34,8 @@ def keys(value: Any) -> set[str]:
 
 def test_every_report_key_is_documented(cli, tmp_path: Path) -> None:
     run = tmp_path / "run"
-    assert cli(*FAKE_EVAL, "-n", "4", "-o", run).exit_code == 0
+    # With --logprobs: the confidence section and its keys are printed too.
+    assert cli(*FAKE_EVAL, "-n", "4", "-o", run, "--logprobs", "3").exit_code == 0
     result = cli("report", run, "--format", "json")
     assert result.exit_code == 0, result.stderr
     printed = keys(json.loads(result.stdout))

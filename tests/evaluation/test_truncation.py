@@ -203,3 +203,32 @@ def test_run_written_before_the_reasoning_columns_still_reads(tmp_path: Path) ->
     assert frame["reasoning_closed"].to_list() == [None, None]
     # An old run graded as it stood: its truncated row counts.
     assert load_analysis(store.run_dir).summary.rollouts == 2
+
+
+@pytest.mark.parametrize(
+    "gen",
+    [
+        # The offline engine without a parser: the text holds the closing tag.
+        Generation(text="<think>2+2 is 4</think>", finish_reason="length"),
+        # vLLM's parser offline: no content, and the block ended.
+        Generation(text=None, finish_reason="length", reasoning="2+2 is 4", reasoning_closed=True),
+        # A server: no content and no tag to tell.
+        Generation(text="", finish_reason="length", reasoning="2+2 is 4", reasoning_closed=False),
+    ],
+)
+def test_a_block_closed_at_the_last_token_is_one_rule_on_every_path(gen: Generation) -> None:
+    """Cut by max_tokens right after </think>: never closed, no answer, and the same
+    `--truncated error` reason, whichever way the backend handed it over."""
+    row = _grade(gen, "error")
+    assert (row["reasoning"], row["reasoning_closed"], row["completion"]) == (
+        "2+2 is 4",
+        False,
+        None,
+    )
+    assert row["truncated"] is True
+    assert row["error"] == "truncated: reasoning never closed"
+
+
+def test_a_block_closed_before_a_stop_keeps_its_empty_answer() -> None:
+    row = _grade(Generation(text="<think>r</think>", finish_reason="stop"))
+    assert row["reasoning_closed"] is True and row["completion"] == ""
