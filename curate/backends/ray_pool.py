@@ -113,7 +113,7 @@ def batch_size_for(requests: int, replicas: int, cap: int | None = None) -> int:
 
 
 def encode_requests(requests: Sequence[GenerationRequest]) -> list[dict[str, Any]]:
-    """Rows of a Ray Dataset: one per request, the prompt as JSON (text or messages)."""
+    """Rows of a batch: one per request, the prompt as JSON (text or messages)."""
     return [
         {
             "index": i,
@@ -425,9 +425,9 @@ def connect(address: str) -> bool:
         ray.init(
             address=None if address == "auto" else address,
             include_dashboard=False,
-            # The replicas' own output stays in Ray's worker logs: printed through the
-            # driver it would land on curate's terminal.
-            log_to_driver=False,
+            # The replicas' own output comes to the driver, printed through Ray's
+            # printer, which ray_lines_to_engine_output sends to the engine log.
+            log_to_driver=True,
             logging_level=logging.WARNING,
         )
     except Exception as exc:
@@ -437,17 +437,20 @@ def connect(address: str) -> bool:
 
 @contextlib.contextmanager
 def ray_lines_to_engine_output() -> Iterator[None]:
-    """Ray's system lines for this driver go to file descriptor 2 until the block ends.
+    """What Ray prints on the driver goes to file descriptor 2 until the block ends.
 
-    Ray prints them from a thread of its own (`listen_error_messages` in
-    `ray._private.worker`, started by every `ray.init`, whatever `log_to_driver` says):
-    "(raylet) A worker died or was killed ...", "(raylet) Task ... will be retried",
-    to whatever `sys.stdout` is at that moment, which is curate's terminal. Under
+    Ray prints two kinds of lines on the driver, both through one function of its
+    own (`print_to_stdstream` in `ray._private.worker`) and to whatever `sys.stdout`
+    or `sys.stderr` is at that moment, which is curate's terminal: its system lines
+    ("(raylet) A worker died or was killed ...", "(raylet) Task ... will be retried"),
+    from a thread every `ray.init` starts whatever `log_to_driver` says, and, with
+    `log_to_driver`, the workers' own output (the replicas' engines). Under
     `engine_output_to(RUN/engine.log)` descriptor 2 is the engine log, where the
-    driver's other Ray output (its C++ core worker's lines, Ray's logger, set up
-    while the pool starts) already goes; outside it (no engine log) they stay on
-    the terminal as before. What the thread prints through is a module global of
-    Ray's, looked up at each call: replaced here, restored after. A failure that
+    driver's other Ray output (its C++ core worker's lines, Ray's logger, set up while
+    the pool starts) goes too; outside it (no engine log) the lines reach the terminal
+    as they would without curate. The function is a module global that the system
+    thread looks up at each call and that `ray.init` binds for the workers' output:
+    replaced here before `ray.init`, restored after `ray.shutdown`. A failure that
     matters still reaches the user as curate's own one line (a RunError)."""
     import ray._private.worker as ray_worker
 
@@ -456,10 +459,20 @@ def ray_lines_to_engine_output() -> Iterator[None]:
         yield
         return
 
+    events = getattr(ray_worker, "filter_autoscaler_events", None)
+
     def to_fd2(data: dict[str, Any], ignore_prefix: bool = False) -> None:
         source = data.get("pid")
-        prefix = f"({source}) " if source in ("raylet", "autoscaler") else ""
-        text = "".join(f"{prefix}{line}\n" for line in data.get("lines", ()))
+        lines = data.get("lines", ())
+        if source == "autoscaler":
+            # Its events only, as Ray prints them (the rest is a status dump a second).
+            lines = list(events(lines)) if events is not None else []
+        if source in ("raylet", "autoscaler"):
+            prefix = f"({source}) "
+        else:
+            name = data.get("actor_name") or data.get("task_name") or "worker"
+            prefix = f"({name} pid={source}) "
+        text = "".join(f"{prefix}{line}\n" for line in lines)
         with contextlib.suppress(OSError):
             os.write(2, text.encode("utf-8", errors="replace"))
 
