@@ -465,8 +465,12 @@ def ray_lines_to_engine_output() -> Iterator[None]:
         source = data.get("pid")
         lines = data.get("lines", ())
         if source == "autoscaler":
-            # Its events only, as Ray prints them (the rest is a status dump a second).
-            lines = list(events(lines)) if events is not None else []
+            # Its events only, as Ray prints them (the rest is a status dump a second);
+            # none when Ray cannot tell (no cluster to ask).
+            try:
+                lines = list(events(lines)) if events is not None else []
+            except Exception:
+                lines = []
         if source in ("raylet", "autoscaler"):
             prefix = f"({source}) "
         else:

@@ -89,6 +89,29 @@ def test_ray_options_need_ray() -> None:
         RayPoolOptions(replicas=0)
 
 
+def test_ray_lines_go_to_fd2_while_a_pool_is_open(capfd: pytest.CaptureFixture[str]) -> None:
+    """Ray's driver-side printer (its system lines, its workers' output) writes to fd 2,
+    the engine log under capture, never to sys.stdout, and is Ray's own again after."""
+    pytest.importorskip("ray")
+    import ray._private.worker as ray_worker
+
+    from curate.backends.ray_pool import ray_lines_to_engine_output
+
+    original = ray_worker.print_to_stdstream
+    died = "A worker died or was killed while executing a task by an unexpected system error."
+    with ray_lines_to_engine_output():
+        ray_worker.print_to_stdstream({"lines": [died], "pid": "raylet", "is_err": False}, False)
+        worker = {"lines": ["INFO engine ready"], "pid": 4711, "actor_name": "Replica"}
+        ray_worker.print_to_stdstream({**worker, "is_err": True}, ignore_prefix=False)
+        # The autoscaler's periodic status dump is not an event: dropped, as Ray does.
+        dump = {"lines": ["======== Autoscaler status ========"], "pid": "autoscaler"}
+        ray_worker.print_to_stdstream({**dump, "is_err": False}, False)
+    assert ray_worker.print_to_stdstream is original
+    out, err = capfd.readouterr()
+    assert out == ""
+    assert err == f"(raylet) {died}\n(Replica pid=4711) INFO engine ready\n"
+
+
 def test_replicas_without_ray_is_a_usage_error(cli: Any, tmp_path: Path) -> None:
     result = cli("eval", ARITHMETIC, "--model", TINY_MODEL, "--replicas", "2", "-o", tmp_path)
     assert result.exit_code == 2
