@@ -107,7 +107,10 @@ def main() -> int:
     options = VllmOptions.parse(
         {"kv_cache_memory_gb": 0.25, "ray": "auto", "replicas": args.replicas}
     )
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=256 << 20)
+    # The engines' own output stays in Ray's worker logs, off the figures.
+    ray.init(
+        num_cpus=2, include_dashboard=False, object_store_memory=256 << 20, log_to_driver=False
+    )
     try:
         restarted = RestartedPool(options)
         base_s, base_rounds, base_rows = adaptive_run(restarted, args, "restarted")
