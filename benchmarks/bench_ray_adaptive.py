@@ -67,7 +67,7 @@ class RestartedPool:
 def adaptive_run(backend: Any, args: argparse.Namespace, name: str) -> tuple[float, int, Any]:
     """(wall seconds, rounds, stored rollouts) of one adaptive run through `backend`."""
     from curate.backends.base import SamplingConfig
-    from curate.engine.adaptive import AdaptivePolicy, run_adaptive
+    from curate.evaluation.adaptive import AdaptivePolicy, run_adaptive
     from curate.store.run_dir import RolloutStore
 
     prompts, refs = load_workload(str(DATA), args.samples)
@@ -80,9 +80,9 @@ def adaptive_run(backend: Any, args: argparse.Namespace, name: str) -> tuple[flo
         start = time.perf_counter()
         result = run_adaptive(store, evaluation, policy)
         seconds = time.perf_counter() - start
-        rows = store.rollouts(["sample_id", "run_idx", "completion", "score"])
+        rows = store.rollouts(["sample_id", "rollout_idx", "completion", "score"])
     evaluation.grader.close()
-    return seconds, result.rounds, rows.sort("sample_id", "run_idx")
+    return seconds, result.rounds, rows.sort("sample_id", "rollout_idx")
 
 
 def _load() -> str:
