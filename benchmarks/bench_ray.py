@@ -5,7 +5,7 @@ Three figures, each against a baseline measured in the same run:
   driver   how many rollouts per second the driver grades and stores: `run_eval` over a
            stream that hands back finished generations at once (short completions,
            the numeric grader, real Parquet shards), and the same through a Ray pool of
-           fake-backend replicas (Ray Data transfer and decoding included). The rate
+           fake-backend replicas (Ray transfer and decoding included). The rate
            the driver sustains is the ceiling of any cluster: the replicas together
            must produce less than this or they wait for the driver.
   vllm     the tiny model on the CPU build: one engine in this process, then Ray

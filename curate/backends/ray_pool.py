@@ -1,19 +1,25 @@
-"""K replicas of a curate backend on a Ray cluster, fed through Ray Data.
+"""K replicas of a curate backend on a Ray cluster, started once and kept for the run.
 
 `open_ray_pool("vllm", model, options, RayPoolOptions(...))` yields a streaming
-backend: each `stream()` call turns the requests into a Ray Dataset, and
-`map_batches` sends batches of them to a pool of `replicas` actors (`concurrency=K`),
-each holding one curate backend (for vLLM: `curate.backends.vllm_local`, the same
-code as the single-process path, so seeds, sampling and finish reasons are the
-same). Finished batches stream back to the driver in completion order; the runner
-grades and stores them exactly as it does a local stream (resume, the settings
-check, adaptive rounds and the reports are unchanged).
+backend over `replicas` Ray actors, each holding one curate backend (for vLLM:
+`curate.backends.vllm_local`, the same code as the single-process path, so seeds,
+sampling and finish reasons are the same). The actors start with the first `stream()`
+call and live until the pool closes, so the rounds of an adaptive run (one `stream()`
+each) share one start of the engines. Each call cuts its requests into batches and
+keeps every replica fed (a replica that finishes early takes the next batch);
+finished batches reach the driver in completion order, where the runner grades and
+stores them exactly as it does a local stream (resume, the settings check, adaptive
+rounds and the reports are unchanged).
 
-A replica that dies (a crash, a lost node) is restarted by Ray and its batch is
-retried there: Ray Data creates its actors with `max_restarts=-1` and
+A replica that dies (a crash, a lost node) is restarted by Ray and the batches it held
+are retried there: the actors are created with `max_restarts=-1` and
 `max_task_retries=-1`. Retried requests carry the same seeds, and a batch reaches the
 driver only once it is finished, so nothing is lost or doubled; if Ray gives up, the
 stream fails, what reached the driver is stored, and the same command resumes.
+
+Ray's own lines on the driver (a worker that died, a task that will be retried: the
+"(raylet)" lines) go where the engines' output goes (`RUN/engine.log` under
+`engine_output_to`), never to curate's own streams; see `ray_lines_to_engine_output`.
 
 Ray is imported only when a pool is opened: `curate --help` never loads it.
 """
@@ -25,12 +31,10 @@ import dataclasses
 import json
 import logging
 import os
-import queue
-import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from curate.backends.base import (
     BackendInfo,
@@ -42,9 +46,6 @@ from curate.backends.base import (
 from curate.backends.options import BackendOptions
 from curate.errors import MissingExtraError, RunError, UsageError, one_line
 
-if TYPE_CHECKING:
-    import pyarrow as pa
-
 log = logging.getLogger(__name__)
 
 # Requests per batch, at most: a batch is one engine call in one replica and the unit
@@ -53,10 +54,13 @@ MAX_BATCH_REQUESTS = 256
 # Batches per replica a stream is cut into, at least (when there are enough requests):
 # a replica that finishes early takes the next batch, so the replicas end together.
 BATCHES_PER_REPLICA = 4
-# CPUs a replica reserves on a cluster without GPUs. A fraction: on a small machine,
-# actors holding a whole CPU each leave none for Ray Data's own tasks and the
-# pipeline waits forever. (What an engine really uses is up to the engine.)
+# CPUs a replica reserves on a cluster without GPUs. A fraction: on a small machine
+# (2 cores here), replicas holding a whole CPU each leave none for the driver's small
+# Ray tasks (reading the model's info on the cluster), which then wait forever. (What
+# an engine really uses is up to the engine.)
 CPU_REPLICA_CPUS = 0.5
+# Batches a replica holds at once: one on its engine, the next queued behind it.
+QUEUED_BATCHES = 2
 # How long the stream waits for a batch before yielding a heartbeat (None), so the
 # runner can flush what it holds.
 HEARTBEAT_S = 1.0
@@ -64,8 +68,10 @@ HEARTBEAT_S = 1.0
 # whose k-th batch call finds the file armed takes it (an atomic rename, so exactly
 # one replica does) and exits at once, as a crash would.
 EXIT_HOOK_ENV = "CURATE_TEST_REPLICA_EXIT"
-# How long a finished stream waits for its replicas to stop their engines.
+# How long a closing pool waits for its replicas to stop their engines: after a
+# finished run, and after an error or Ctrl-C (when a replica may be mid-batch).
 REPLICA_EXIT_S = 60.0
+REPLICA_EXIT_AFTER_ERROR_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -107,7 +113,7 @@ def batch_size_for(requests: int, replicas: int, cap: int | None = None) -> int:
 
 
 def encode_requests(requests: Sequence[GenerationRequest]) -> list[dict[str, Any]]:
-    """Rows of a Ray Dataset: one per request, the prompt as JSON (text or messages)."""
+    """Rows of a batch: one per request, the prompt as JSON (text or messages)."""
     return [
         {
             "index": i,
@@ -169,103 +175,44 @@ def decode_generations(columns: dict[str, list[Any]]) -> Iterator[tuple[int, lis
 
 
 class Replica:
-    """Ray Data's callable class: opens one curate backend when the actor starts and
-    answers batches of encoded requests with their encoded generations."""
+    """One curate backend in one Ray actor (`ray.remote(Replica)`): opened when the
+    actor starts (again after a restart), answering batches of encoded requests with
+    their encoded generations until `stop()`."""
 
-    def __init__(
-        self,
-        backend: str,
-        model: str,
-        options: BackendOptions,
-        seed: int,
-        sampling: dict[str, Any],
-        mode: Mode,
-    ) -> None:
+    def __init__(self, backend: str, model: str, options: BackendOptions, seed: int) -> None:
         from curate.backends.registry import open_backend
 
-        self._sampling = SamplingConfig(**{**sampling, "stop": tuple(sampling["stop"])})
-        self._mode: Mode = mode
         self._calls = 0
-        self._where = f"{_node_id()}:{os.getpid()}"
         self._stack = contextlib.ExitStack()
         self._backend = self._stack.enter_context(open_backend(backend, model, options, seed=seed))
 
-    def __call__(self, batch: pa.Table) -> pa.Table:
-        import pyarrow as pa
-
+    def generate(
+        self, rows: list[dict[str, Any]], sampling: dict[str, Any], mode: Mode
+    ) -> dict[str, list[Any]]:
         self._calls += 1
         _maybe_exit(self._calls)
-        indices, requests = decode_requests(batch.to_pydict())
+        columns = {key: [row[key] for row in rows] for key in rows[0]}
+        indices, requests = decode_requests(columns)
+        config = SamplingConfig(**{**sampling, "stop": tuple(sampling["stop"])})
         started = time.time()
-        generations = self._backend.generate(requests, self._sampling, self._mode)
-        columns = encode_generations(indices, generations)
-        # Who answered (the driver waits for these processes to stop their engines),
-        # and when the engine worked on the batch (the pool's generation rate).
-        columns["replica"] = [self._where] * len(indices)
-        columns["busy"] = [[started, time.time()]] * len(indices)
-        return pa.table(columns)
+        generations = self._backend.generate(requests, config, mode)
+        answer = encode_generations(indices, generations)
+        # Which engine process answered (a restart is a new one) and when it worked
+        # on the batch (the pool's generation rate).
+        answer["replica"] = [_replica_id()] * len(indices)
+        answer["busy"] = [[started, time.time()]] * len(indices)
+        return answer
 
-    def __del__(self) -> None:
-        # Ray Data drops its actors when a stream ends: stop the engine cleanly.
-        with contextlib.suppress(Exception):
-            self._stack.close()
+    def stop(self) -> None:
+        """Stop the engine cleanly (before the actor is killed)."""
+        self._stack.close()
 
 
-def _node_id() -> str:
+def _replica_id() -> str:
+    """ "actor:pid": the actor id stays across restarts, the process does not."""
     import ray
 
-    return str(ray.get_runtime_context().get_node_id())
-
-
-def _wait_pids(pids: list[int], timeout: float) -> list[int]:
-    """Wait until these processes of this node have exited; those still running."""
-    deadline = time.monotonic() + timeout
-    alive = list(pids)
-    while alive:
-        alive = [pid for pid in alive if _running(pid)]
-        if not alive or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
-    return alive
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def wait_for_replicas(replicas: set[str], timeout: float = REPLICA_EXIT_S) -> list[str]:
-    """Wait for replica processes ("node:pid") to exit, each on its own node; the
-    ones still running after `timeout`. Ray Data lets a finished pool's actors go
-    gracefully (each stops its engine in `Replica.__del__`), but ending the job or
-    the cluster before they are done kills them, and a killed replica can leave its
-    engine's processes behind, busy."""
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    by_node: dict[str, list[int]] = {}
-    for where in replicas:
-        node, _, pid = where.rpartition(":")
-        by_node.setdefault(node, []).append(int(pid))
-    wait = ray.remote(num_cpus=0)(_wait_pids)
-    refs = {
-        node: wait.options(
-            scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)
-        ).remote(pids, timeout)
-        for node, pids in by_node.items()
-    }
-    left: list[str] = []
-    for node, ref in refs.items():
-        try:
-            left += [f"{node}:{pid}" for pid in ray.get(ref, timeout=timeout + 30)]
-        except Exception:  # a lost node: nothing to wait for there
-            continue
-    return left
+    return f"{ray.get_runtime_context().get_actor_id()}:{os.getpid()}"
 
 
 def _maybe_exit(calls: int) -> None:
@@ -304,7 +251,8 @@ def _describe(backend: str, model: str, options: BackendOptions, seed: int) -> B
 
 
 class RayPoolBackend:
-    """A StreamingBackend over K replicas; build it with `open_ray_pool`."""
+    """A StreamingBackend over K replicas; build it with `open_ray_pool`, which stops
+    the replicas when it closes."""
 
     def __init__(
         self,
@@ -329,6 +277,12 @@ class RayPoolBackend:
         if cpus is None:
             cpus = 1.0 if gpus else CPU_REPLICA_CPUS
         self.gpus, self.cpus = gpus, cpus
+        self._actors: list[Any] = []
+        # How often this pool created its replicas (1 once it has run: the rounds of an
+        # adaptive run share them), and every engine process that answered ("actor:pid";
+        # a restarted replica adds one).
+        self.pool_starts = 0
+        self.replica_processes: set[str] = set()
         # Every batch the replicas answered, for the figures (bench_ray.py).
         self.batches: list[BatchTiming] = []
 
@@ -344,6 +298,24 @@ class RayPoolBackend:
                 out[item[0]] = item[1]
         return [g if g is not None else [] for g in out]
 
+    def _replicas(self) -> list[Any]:
+        """The pool's actors, created on first use."""
+        if not self._actors:
+            import ray
+
+            resources: dict[str, Any] = {"num_cpus": self.cpus}
+            if self.gpus:
+                resources["num_gpus"] = self.gpus
+            actor = ray.remote(Replica).options(  # type: ignore[attr-defined]
+                max_restarts=-1, max_task_retries=-1, **resources
+            )
+            self._actors = [
+                actor.remote(self.backend, self.model, self.options, self.seed)
+                for _ in range(self.pool.replicas)
+            ]
+            self.pool_starts += 1
+        return self._actors
+
     def stream(
         self, requests: Sequence[GenerationRequest], sampling: SamplingConfig, mode: Mode
     ) -> Iterator[tuple[int, list[Generation]] | None]:
@@ -351,109 +323,85 @@ class RayPoolBackend:
         None every HEARTBEAT_S while nothing arrives."""
         if not requests:
             return
-        import ray.data
+        import ray
 
-        size = batch_size_for(len(requests), self.pool.replicas, self.pool.batch_requests)
+        actors = self._replicas()
+        size = batch_size_for(len(requests), len(actors), self.pool.batch_requests)
         rows = encode_requests(requests)
-        dataset = ray.data.from_items(rows, override_num_blocks=-(-len(rows) // size))
-        remote_args: dict[str, Any] = {"num_cpus": self.cpus}
-        if self.gpus:
-            remote_args["num_gpus"] = self.gpus
-        results = dataset.map_batches(
-            Replica,
-            fn_constructor_kwargs={
-                "backend": self.backend,
-                "model": self.model,
-                "options": self.options,
-                "seed": self.seed,
-                "sampling": sampling.as_dict(),
-                "mode": mode,
-            },
-            batch_size=size,
-            batch_format="pyarrow",
-            compute=ray.data.ActorPoolStrategy(size=self.pool.replicas),
-            **remote_args,
-        )
+        waiting = [rows[i : i + size] for i in range(0, len(rows), size)]
+        waiting.reverse()  # popped from the end: the first batch first
+        settings = sampling.as_dict()
+        busy = [0] * len(actors)
+        running: dict[Any, int] = {}  # batch result -> its replica
+
+        def feed() -> None:
+            # Every replica holds up to QUEUED_BATCHES: one on its engine, the next
+            # ready, so no replica waits for the driver between batches.
+            while waiting:
+                i = min(range(len(actors)), key=busy.__getitem__)
+                if busy[i] >= QUEUED_BATCHES:
+                    return
+                ref = actors[i].generate.remote(waiting.pop(), settings, mode)
+                running[ref] = i
+                busy[i] += 1
+
         seen: set[int] = set()
-        replicas: set[str] = set()
-        batches = results.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=0)
         try:
-            for batch in _background(batches):
-                if batch is None:
+            feed()
+            while running:
+                done, _ = ray.wait(list(running), num_returns=1, timeout=HEARTBEAT_S)
+                if not done:
                     yield None
                     continue
-                columns = batch.to_pydict()
-                replicas.update(columns.pop("replica"))
-                busy = columns.pop("busy")
-                if busy:
-                    done = sum(len(texts) for texts in columns["text"])
-                    self.batches.append(BatchTiming(busy[0][0], busy[0][1], done))
+                busy[running.pop(done[0])] -= 1
+                feed()
+                try:
+                    columns = ray.get(done[0])
+                except Exception as exc:
+                    cause = getattr(exc, "cause", None) or exc
+                    raise RunError(f"the Ray pool failed: {one_line(cause)}") from exc
+                self.replica_processes.update(columns.pop("replica"))
+                spans = columns.pop("busy")
+                if spans:
+                    rollouts = sum(len(texts) for texts in columns["text"])
+                    self.batches.append(BatchTiming(spans[0][0], spans[0][1], rollouts))
                 for index, gens in decode_generations(columns):
                     if index in seen:  # never expected: a retried batch that also returned
                         continue
                     seen.add(index)
                     yield index, gens
         finally:
-            del batches, results, dataset
-        # Only a pool that ran to the end lets its replicas go gracefully; after an
-        # error or Ctrl-C the pipeline may still hold them, and waiting would hang.
-        # Heartbeats meanwhile, so the runner writes the last batches without waiting.
-        left: list[str] = []
-        if replicas:
-            waiting = threading.Thread(target=lambda: left.extend(wait_for_replicas(replicas)))
-            waiting.start()
-            while waiting.is_alive():
-                waiting.join(HEARTBEAT_S)
-                yield None
-        if left:
-            log.warning("Ray replicas still running after %.0f s: %s", REPLICA_EXIT_S, left)
+            # Stopped early (an error, Ctrl-C): drop the batches not started yet, so
+            # the replicas are free for the next call or for stopping.
+            for ref in running:
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref)
         if len(seen) != len(requests):
             raise RunError(
                 f"the Ray pool returned {len(seen)} of {len(requests)} requests; "
                 "run the same command again to fill in the rest"
             )
 
+    def close(self, timeout: float = REPLICA_EXIT_S) -> None:
+        """Stop the replicas' engines (waiting up to `timeout`), then end the actors.
+        A replica killed while its engine runs can leave the engine's processes
+        behind, busy: hence the clean stop first."""
+        if not self._actors:
+            return
+        import ray
 
-_END = object()
-
-
-def _background(batches: Iterable[Any]) -> Iterator[Any]:
-    """Iterate `batches` on a thread; yield None every HEARTBEAT_S while none arrives.
-    An exception in the iteration is raised here."""
-    box: queue.Queue[Any] = queue.Queue(maxsize=8)
-    stop = threading.Event()
-
-    def pump() -> None:
-        try:
-            for batch in batches:
-                while not stop.is_set():
-                    try:
-                        box.put(batch, timeout=HEARTBEAT_S)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
-                    return
-            box.put(_END)
-        except BaseException as exc:
-            box.put(exc)
-
-    thread = threading.Thread(target=pump, name="curate-ray-pool", daemon=True)
-    thread.start()
-    try:
-        while True:
-            try:
-                item = box.get(timeout=HEARTBEAT_S)
-            except queue.Empty:
-                yield None
-                continue
-            if item is _END:
-                return
-            if isinstance(item, BaseException):
-                raise RunError(f"the Ray pool failed: {one_line(item)}") from item
-            yield item
-    finally:
-        stop.set()
+        actors, self._actors = self._actors, []
+        stops = [actor.stop.remote() for actor in actors]
+        _, late = ray.wait(stops, num_returns=len(stops), timeout=timeout)
+        for actor in actors:
+            with contextlib.suppress(Exception):
+                ray.kill(actor, no_restart=True)
+        if late:
+            log.warning(
+                "%d Ray replica(s) had not stopped their engines after %.0f s; killed",
+                len(late),
+                timeout,
+            )
 
 
 def _import_ray() -> Any:
@@ -461,7 +409,7 @@ def _import_ray() -> Any:
         import ray
     except ImportError as exc:
         raise MissingExtraError(
-            "--ray needs Ray Data: pip install 'curate[ray]' (or `make setup`)"
+            "--ray needs Ray: pip install 'curate[ray]' (or `make setup`)"
         ) from exc
     return ray
 
@@ -473,15 +421,13 @@ def connect(address: str) -> bool:
     ray = _import_ray()
     if ray.is_initialized():
         return False
-    import logging
-
     try:
         ray.init(
             address=None if address == "auto" else address,
             include_dashboard=False,
-            # The replicas' own output stays in Ray's worker logs: printed through the
-            # driver it would land on curate's terminal.
-            log_to_driver=False,
+            # The replicas' own output comes to the driver, printed through Ray's
+            # printer, which ray_lines_to_engine_output sends to the engine log.
+            log_to_driver=True,
             logging_level=logging.WARNING,
         )
     except Exception as exc:
@@ -489,17 +435,56 @@ def connect(address: str) -> bool:
     return True
 
 
-def quiet_ray_data() -> None:
-    """No progress bars or INFO lines from Ray Data on curate's terminal."""
-    import logging
+@contextlib.contextmanager
+def ray_lines_to_engine_output() -> Iterator[None]:
+    """What Ray prints on the driver goes to file descriptor 2 until the block ends.
 
-    import ray.data
+    Ray prints two kinds of lines on the driver, both through one function of its
+    own (`print_to_stdstream` in `ray._private.worker`) and to whatever `sys.stdout`
+    or `sys.stderr` is at that moment, which is curate's terminal: its system lines
+    ("(raylet) A worker died or was killed ...", "(raylet) Task ... will be retried"),
+    from a thread every `ray.init` starts whatever `log_to_driver` says, and, with
+    `log_to_driver`, the workers' own output (the replicas' engines). Under
+    `engine_output_to(RUN/engine.log)` descriptor 2 is the engine log, where the
+    driver's other Ray output (its C++ core worker's lines, Ray's logger, set up while
+    the pool starts) goes too; outside it (no engine log) the lines reach the terminal
+    as they would without curate. The function is a module global that the system
+    thread looks up at each call and that `ray.init` binds for the workers' output:
+    replaced here before `ray.init`, restored after `ray.shutdown`. A failure that
+    matters still reaches the user as curate's own one line (a RunError)."""
+    import ray._private.worker as ray_worker
 
-    context = ray.data.DataContext.get_current()
-    context.enable_progress_bars = False
-    with contextlib.suppress(AttributeError):
-        context.print_on_execution_start = False
-    logging.getLogger("ray.data").setLevel(logging.WARNING)
+    original = getattr(ray_worker, "print_to_stdstream", None)
+    if original is None:  # another Ray: nothing to reroute (tests/cli would notice)
+        yield
+        return
+
+    events = getattr(ray_worker, "filter_autoscaler_events", None)
+
+    def to_fd2(data: dict[str, Any], ignore_prefix: bool = False) -> None:
+        source = data.get("pid")
+        lines = data.get("lines", ())
+        if source == "autoscaler":
+            # Its events only, as Ray prints them (the rest is a status dump a second);
+            # none when Ray cannot tell (no cluster to ask).
+            try:
+                lines = list(events(lines)) if events is not None else []
+            except Exception:
+                lines = []
+        if source in ("raylet", "autoscaler"):
+            prefix = f"({source}) "
+        else:
+            name = data.get("actor_name") or data.get("task_name") or "worker"
+            prefix = f"({name} pid={source}) "
+        text = "".join(f"{prefix}{line}\n" for line in lines)
+        with contextlib.suppress(OSError):
+            os.write(2, text.encode("utf-8", errors="replace"))
+
+    ray_worker.print_to_stdstream = to_fd2
+    try:
+        yield
+    finally:
+        ray_worker.print_to_stdstream = original
 
 
 @contextlib.contextmanager
@@ -511,11 +496,13 @@ def open_ray_pool(
     *,
     seed: int = 0,
 ) -> Iterator[RayPoolBackend]:
-    """Join (or start) the cluster, read the backend's info on it, yield the pool."""
-    ray = _import_ray()
-    joined = connect(pool.address)
-    try:
-        quiet_ray_data()
+    """Join (or start) the cluster, read the backend's info on it, yield the pool;
+    its replicas start with the first batch and stop when the block ends."""
+    with contextlib.ExitStack() as stack:
+        ray = _import_ray()
+        stack.enter_context(ray_lines_to_engine_output())
+        if connect(pool.address):
+            stack.callback(ray.shutdown)
         resources = {k: float(v) for k, v in ray.cluster_resources().items()}
         describe = ray.remote(num_cpus=0.01)(_describe)
         try:
@@ -533,7 +520,10 @@ def open_ray_pool(
                 "ray_cluster": {k: resources[k] for k in ("CPU", "GPU") if k in resources},
             },
         )
-        yield RayPoolBackend(backend, model, options, pool, seed, info, resources)
-    finally:
-        if joined:
-            ray.shutdown()
+        opened = RayPoolBackend(backend, model, options, pool, seed, info, resources)
+        try:
+            yield opened
+        except BaseException:
+            opened.close(REPLICA_EXIT_AFTER_ERROR_S)
+            raise
+        opened.close()

@@ -522,14 +522,14 @@ def _started_backend(
     say = status or (lambda line: None)
     local = opts.backend in LOCAL_ENGINES
     ray = getattr(options, "ray", None)  # --ray: replicas on a cluster, not one engine here
+    where = f"log: {log}" if log is not None else "its output follows"
     if local and ray is not None:
         replicas = getattr(options, "replicas", 1)
         say(
             f"joining the Ray cluster ({ray}) for {replicas} vLLM replica(s) of "
-            f"{opts.model}; they start with the first batch (their output: Ray's worker logs)"
+            f"{opts.model}; they start with the first batch ({where})"
         )
     elif local:
-        where = f"log: {log}" if log is not None else "its output follows"
         say(f"starting the vLLM engine for {opts.model} ({where}) ...")
     if log is not None:
         log.parent.mkdir(parents=True, exist_ok=True)

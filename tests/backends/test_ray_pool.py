@@ -89,6 +89,29 @@ def test_ray_options_need_ray() -> None:
         RayPoolOptions(replicas=0)
 
 
+def test_ray_lines_go_to_fd2_while_a_pool_is_open(capfd: pytest.CaptureFixture[str]) -> None:
+    """Ray's driver-side printer (its system lines, its workers' output) writes to fd 2,
+    the engine log under capture, never to sys.stdout, and is Ray's own again after."""
+    pytest.importorskip("ray")
+    import ray._private.worker as ray_worker
+
+    from curate.backends.ray_pool import ray_lines_to_engine_output
+
+    original = ray_worker.print_to_stdstream
+    died = "A worker died or was killed while executing a task by an unexpected system error."
+    with ray_lines_to_engine_output():
+        ray_worker.print_to_stdstream({"lines": [died], "pid": "raylet", "is_err": False}, False)
+        worker = {"lines": ["INFO engine ready"], "pid": 4711, "actor_name": "Replica"}
+        ray_worker.print_to_stdstream({**worker, "is_err": True}, ignore_prefix=False)
+        # The autoscaler's periodic status dump is not an event: dropped, as Ray does.
+        dump = {"lines": ["======== Autoscaler status ========"], "pid": "autoscaler"}
+        ray_worker.print_to_stdstream({**dump, "is_err": False}, False)
+    assert ray_worker.print_to_stdstream is original
+    out, err = capfd.readouterr()
+    assert out == ""
+    assert err == f"(raylet) {died}\n(Replica pid=4711) INFO engine ready\n"
+
+
 def test_replicas_without_ray_is_a_usage_error(cli: Any, tmp_path: Path) -> None:
     result = cli("eval", ARITHMETIC, "--model", TINY_MODEL, "--replicas", "2", "-o", tmp_path)
     assert result.exit_code == 2
@@ -122,9 +145,9 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 def _fake_run(
     tmp: Path, name: str, pool: RayPoolOptions | None, **fake: Any
-) -> tuple[EvalResult, pl.DataFrame]:
+) -> tuple[EvalResult, pl.DataFrame, Any]:
     """Sixty arithmetic prompts x 8 runs through the fake backend, in this process or
-    in a Ray pool of it; the result and the stored rollouts."""
+    in a Ray pool of it; the result, the stored rollouts and the backend."""
     from curate.backends.ray_pool import open_ray_pool
 
     prompts = {f"q{i:02d}": f"What is {i} + {i}?" for i in range(60)}
@@ -152,7 +175,12 @@ def _fake_run(
             )
     finally:
         grader.close()
-    return result, store.rollouts()
+    return result, store.rollouts(), backend
+
+
+def _actors(processes: set[str]) -> set[str]:
+    """The actor ids of "actor:pid" replica processes."""
+    return {p.rpartition(":")[0] for p in processes}
 
 
 def _rows(frame: pl.DataFrame) -> pl.DataFrame:
@@ -161,9 +189,10 @@ def _rows(frame: pl.DataFrame) -> pl.DataFrame:
 
 @pytest.mark.slow
 def test_two_replicas_store_what_one_process_stores(ray_cluster: Path, tmp_path: Path) -> None:
-    _, alone = _fake_run(tmp_path, "alone", None)
-    result, pooled = _fake_run(tmp_path, "pooled", RayPoolOptions(replicas=2))
+    _, alone, _ = _fake_run(tmp_path, "alone", None)
+    result, pooled, backend = _fake_run(tmp_path, "pooled", RayPoolOptions(replicas=2))
     assert result.rollouts == 480 and result.errors == 0
+    assert backend.pool_starts == 1 and len(backend.replica_processes) == 2
     assert pooled.select(pl.struct("sample_id", "rollout_idx").is_unique().all()).item()
     assert _rows(pooled).equals(_rows(alone))
 
@@ -172,20 +201,27 @@ def test_two_replicas_store_what_one_process_stores(ray_cluster: Path, tmp_path:
 def test_a_killed_replica_is_restarted_and_nothing_is_lost_or_doubled(
     ray_cluster: Path, tmp_path: Path
 ) -> None:
-    _, alone = _fake_run(tmp_path, "alone", None)
+    _, alone, _ = _fake_run(tmp_path, "alone", None)
     # The first replica to reach its second batch exits at once (os._exit), as a
     # crash would; Ray restarts it and retries the batch it was holding.
     ray_cluster.write_text("2")
     pool = RayPoolOptions(replicas=2, batch_requests=5)
-    result, pooled = _fake_run(tmp_path, "pooled", pool, delay_s=0.02)
+    result, pooled, backend = _fake_run(tmp_path, "pooled", pool, delay_s=0.02)
     assert not ray_cluster.exists() and Path(f"{ray_cluster}.fired").exists()
+    # Restarted in place: still the pool's two actors, no new pool. (Whether the killed
+    # process's first answer reached the driver before it died is Ray's timing: the
+    # count of processes that answered is 2 or 3.)
+    assert backend.pool_starts == 1
+    assert len(_actors(backend.replica_processes)) == 2
     assert result.rollouts == 480 and result.errors == 0
     assert pooled.height == 480
     assert _rows(pooled).equals(_rows(alone))
 
 
 @pytest.mark.slow
-def test_adaptive_rounds_run_unchanged_through_the_pool(ray_cluster: Path, tmp_path: Path) -> None:
+def test_adaptive_rounds_run_unchanged_through_one_pool(ray_cluster: Path, tmp_path: Path) -> None:
+    """Every round of an adaptive run goes to the replicas started for the first one:
+    the pool starts once, and the engine processes that answer are its two."""
     from curate.backends.ray_pool import open_ray_pool
 
     prompts = {f"q{i:02d}": f"What is {i} + {i}?" for i in range(24)}
@@ -216,6 +252,9 @@ def test_adaptive_rounds_run_unchanged_through_the_pool(ray_cluster: Path, tmp_p
             )
         grader.close()
         assert result.rounds >= 2
+        if name == "pooled":
+            assert backend.pool_starts == 1
+            assert len(backend.replica_processes) == 2
         frames.append(_rows(store.rollouts()))
     assert frames[0].equals(frames[1])
 
