@@ -1,0 +1,320 @@
+"""`curate hint RUN` as a library call: hints for a run's collapsed prompts, rolled out
+with the run's own model, sampling and grader into a hinted run inside RUN.
+
+The hinted run lives in RUN/hints/<stratum>/ and is a run directory of its own: its
+data file (`hinted.jsonl`) holds one row per collapsed prompt and hint level (the
+original row, its prompt with the hint appended, and the columns `hint_id`, `hint_of`,
+`hint_level`, `hint`, `hint_source`), so each rollout's hint and level are those of its
+sample, and `curate report`, `curate filter` (every trainer format) and a resume work on
+it as on any run. RUN's own files are not touched: its first-N figures stay exactly as
+they were, as a deepened run's do (curate.core.deepen), and the hinted rows never enter
+them.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from curate.core.deepen import CORRECT, INCORRECT
+from curate.errors import UsageError
+from curate.hinting.summary import DEFAULT_BAND, HintSummary, summarize
+from curate.hinting.templates import (
+    TEMPLATE_SOURCE,
+    hinted_id,
+    hinted_text,
+    template_hints,
+)
+from curate.store.run_dir import RolloutStore, is_run_dir
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from curate.engine.evaluate import EvalOutcome, Status
+    from curate.engine.preflight import Preflight
+    from curate.engine.progress import Progress
+
+HINTS_DIR = "hints"
+DATA_FILE = "hinted.jsonl"
+HINT_COLUMNS = ("hint_id", "hint_of", "hint_level", "hint", "hint_source")
+STRATA = (INCORRECT, CORRECT)
+# Graders whose settings a manifest does not hold in full (a server, a key variable).
+_UNREPLAYABLE_GRADERS = ("judge", "reward-model")
+
+
+@dataclass(frozen=True)
+class HintRequest:
+    """What `curate hint RUN` asks for."""
+
+    run_dir: Path
+    stratum: str = INCORRECT
+    group_size: int | None = None  # None: the run's N
+    band: tuple[float, float] = DEFAULT_BAND
+    chunk_size: int = 256
+    engine_log: bool = True
+    engine_options: dict[str, Any] = field(default_factory=dict)  # over the run's own
+
+    def check(self) -> None:
+        """One-line UsageErrors for a request that cannot mean anything."""
+        if self.stratum not in STRATA:
+            raise UsageError(f"--stratum must be one of {', '.join(STRATA)}, not {self.stratum!r}")
+        if self.group_size is not None and self.group_size < 2:
+            raise UsageError(
+                f"-n must be at least 2 (a group of one is never mixed), not {self.group_size}"
+            )
+        low, high = self.band
+        if not 0.0 <= low < high <= 1.0:
+            raise UsageError(f"--band must be LOW,HIGH with 0 <= LOW < HIGH <= 1, not {low},{high}")
+
+    @property
+    def hinted_dir(self) -> Path:
+        return self.run_dir / HINTS_DIR / self.stratum
+
+
+@dataclass(frozen=True)
+class HintPlan:
+    """The collapsed prompts of a run and their hinted rows."""
+
+    manifest: dict[str, Any]
+    runs: int
+    collapsed: list[str]
+    rows: pl.DataFrame  # the hinted data: original fields + HINT_COLUMNS
+    without_hint: list[str]  # collapsed prompts no template can hint
+
+    @property
+    def hints(self) -> pl.DataFrame:
+        return self.rows.select(*HINT_COLUMNS)
+
+
+@dataclass
+class HintOutcome:
+    request: HintRequest
+    plan: HintPlan
+    evaluation: EvalOutcome | None
+    summary: HintSummary
+
+    @property
+    def hinted_dir(self) -> Path:
+        return self.request.hinted_dir
+
+
+def plan_hints(request: HintRequest) -> HintPlan:
+    """Read RUN and build its hinted rows (nothing written). UsageError for a run this
+    cannot replay."""
+    import polars as pl
+
+    from curate.engine.deepen import all_same_prompts
+
+    request.check()
+    where = request.run_dir
+    if not is_run_dir(where):
+        raise UsageError(f"{where}: not a run directory (no manifest.json)")
+    store = RolloutStore(where)
+    manifest = store.read_manifest()
+    if manifest.get("adaptive"):
+        raise UsageError(
+            f"{where}: curate hint reads a fixed-N run's first N rollouts, and this run is adaptive"
+        )
+    for key, why in (("template", "--template"), ("messages_field", "a messages field")):
+        if manifest.get(key):
+            raise UsageError(
+                f"{where}: this run built its prompts from {why}; curate hint appends a hint "
+                "to a prompt field only"
+            )
+    grader = str(manifest.get("grader") or "")
+    if grader.split(":", 1)[0] in _UNREPLAYABLE_GRADERS:
+        raise UsageError(
+            f"{where}: the {grader} grader needs settings the manifest does not keep; "
+            "curate hint replays runs graded locally"
+        )
+    prompt_field, answer_field = manifest.get("prompt_field"), manifest.get("answer_field")
+    runs = manifest.get("runs")
+    if not isinstance(runs, int) or not prompt_field or not answer_field:
+        raise UsageError(f"{where}: the manifest lacks runs, prompt_field or answer_field")
+    samples = store.read_samples()
+    if samples is None or samples.height == 0:
+        raise UsageError(f"{where}: no samples.parquet, so no prompts to hint")
+    for column in (prompt_field, answer_field):
+        if column not in samples.columns:
+            raise UsageError(f"{where}: samples.parquet has no {column!r} column")
+    taken = [c for c in HINT_COLUMNS if c in samples.columns]
+    if taken:
+        raise UsageError(f"{where}: the data already has column(s) {', '.join(taken)}")
+    ids = samples["sample_id"].to_list()
+    tally = store.pair_tally(ids, runs)
+    if tally.missing:
+        raise UsageError(
+            f"{where}: {tally.missing} of the first {runs} rollouts per prompt are missing; "
+            "finish the run first"
+        )
+    collapsed = all_same_prompts(store, ids, runs, where)[request.stratum]
+    chosen = samples.filter(pl.col("sample_id").is_in(collapsed)).sort("sample_id")
+    records: list[dict[str, Any]] = []
+    without: list[str] = []
+    for row in chosen.iter_rows(named=True):
+        hints = template_hints(str(row[answer_field]))
+        if not hints:
+            without.append(row["sample_id"])
+        for level, hint in hints.items():
+            out = {k: v for k, v in row.items() if k != "sample_id"}
+            out[prompt_field] = hinted_text(str(row[prompt_field]), hint)
+            out.update(
+                hint_id=hinted_id(row["sample_id"], level),
+                hint_of=row["sample_id"],
+                hint_level=level,
+                hint=hint,
+                hint_source=TEMPLATE_SOURCE,
+            )
+            records.append(out)
+    if not records:
+        raise UsageError(
+            f"{where}: none of the {len(collapsed)} always-{request.stratum} prompts has a "
+            "reference a hint can be made from"
+        )
+    rows = pl.DataFrame(records, infer_schema_length=None)
+    return HintPlan(
+        manifest=manifest,
+        runs=runs,
+        collapsed=sorted(collapsed),
+        rows=rows,
+        without_hint=without,
+    )
+
+
+def eval_options(request: HintRequest, plan: HintPlan) -> Any:
+    """The hinted run's EvalOptions: the run's model, backend, sampling, seed, grader
+    and reference reading, over the hinted data."""
+    from curate.engine.evaluate import EvalOptions
+
+    m = plan.manifest
+    sampling = m.get("sampling") or {}
+    extract = m.get("reference_extract")
+    extract_mode = extract.get("mode") if isinstance(extract, dict) else None
+    score_range = m.get("score_range")
+    return EvalOptions(
+        data=request.hinted_dir / DATA_FILE,
+        model=str(m["model"]),
+        backend=str(m.get("backend") or "vllm"),
+        runs=request.group_size or plan.runs,
+        out=request.hinted_dir,
+        grader=m.get("grader"),
+        temperature=float(sampling.get("temperature", 1.0)),
+        top_p=float(sampling.get("top_p", 1.0)),
+        max_tokens=int(sampling.get("max_tokens", 256)),
+        stop=tuple(sampling.get("stop") or ()),
+        seed=int(m.get("seed") or 0),
+        mode=m.get("mode"),
+        system=m.get("system"),
+        layout="none",
+        prompt_field=m["prompt_field"],
+        answer_field=m["answer_field"],
+        id_field="hint_id",
+        engine_options={**(m.get("engine_options") or {}), **request.engine_options},
+        reference_extract=str(extract_mode or "auto"),
+        grader_timeout=float(m.get("grader_timeout_s") or 10.0),
+        score_range=tuple(score_range) if score_range else None,
+        truncation=str(m.get("truncation") or "grade"),
+        chunk_size=request.chunk_size,
+        engine_log=request.engine_log,
+    )
+
+
+def write_data(request: HintRequest, plan: HintPlan) -> bool:
+    """Write the hinted data file (atomically); True when this call created the hinted
+    run's directory (so a refusal before any rollout can remove it again)."""
+    from curate.store.atomic import atomic_path
+
+    target = request.hinted_dir / DATA_FILE
+    created = not request.hinted_dir.exists()
+    request.hinted_dir.mkdir(parents=True, exist_ok=True)
+    with atomic_path(target) as tmp:
+        plan.rows.write_ndjson(tmp)
+    return created
+
+
+def hint_run(
+    request: HintRequest,
+    progress: Progress | None = None,
+    *,
+    announce: Callable[[Preflight], None] | None = None,
+    status: Status | None = None,
+) -> HintOutcome:
+    """Plan the hints, roll them out (resuming a hinted run already there) and
+    summarize the hinted run."""
+    from curate.engine.evaluate import evaluate
+
+    plan = plan_hints(request)
+    created = write_data(request, plan)
+    try:
+        outcome = evaluate(eval_options(request, plan), progress, announce=announce, status=status)
+    except UsageError:
+        if created and not (request.hinted_dir / "rollouts").exists():
+            shutil.rmtree(request.hinted_dir, ignore_errors=True)
+        raise
+    return HintOutcome(
+        request=request, plan=plan, evaluation=outcome, summary=read_summary(request, plan)
+    )
+
+
+def read_summary(request: HintRequest, plan: HintPlan) -> HintSummary:
+    """The hinted run's per-level figures, from what it stores."""
+    store = RolloutStore(request.hinted_dir)
+    rollouts = store.rollouts(["sample_id", "run_idx", "score", "error"]).rename(
+        {"sample_id": "hint_id"}
+    )
+    return summarize(
+        rollouts,
+        plan.hints,
+        plan.collapsed,
+        request.group_size or plan.runs,
+        request.band,
+    )
+
+
+def outcome_json(outcome: HintOutcome) -> dict[str, Any]:
+    """`curate hint --json`: the hinted run, its levels and each prompt's recommendation
+    (keys in docs/reference/json.md)."""
+    s = outcome.summary
+    return {
+        "run": str(outcome.request.run_dir),
+        "hinted_run": str(outcome.hinted_dir),
+        "stratum": outcome.request.stratum,
+        "group_size": s.group_size,
+        "band": list(s.band),
+        "collapsed": s.collapsed,
+        "without_hint": len(outcome.plan.without_hint),
+        "rescued_any": s.rescued_any,
+        "in_band": s.in_band,
+        "levels": [level.as_dict() for level in s.levels],
+        "recommended": s.recommended,
+    }
+
+
+def outcome_lines(outcome: HintOutcome) -> list[str]:
+    """The terminal summary: one line per level, then the totals."""
+    s = outcome.summary
+    stratum = outcome.request.stratum
+    lines = [
+        f"{outcome.request.run_dir}: {s.collapsed} always-{stratum} prompts, "
+        f"{len(outcome.plan.without_hint)} without a hint; hinted run in {outcome.hinted_dir} "
+        f"(G = {s.group_size})"
+    ]
+    for level in s.levels:
+        rate = "-" if level.pass_rate is None else f"{level.pass_rate:.3f}"
+        mixed = "-" if level.mixed_share is None else f"{level.mixed_share:.1%}"
+        rescued = "-" if level.rescued_share is None else f"{level.rescued_share:.1%}"
+        errors = f", {level.errors} errors" if level.errors else ""
+        lines.append(
+            f"  level {level.level}: {level.prompts} prompts, {level.rollouts} rollouts{errors}; "
+            f"pass rate {rate}; mixed at G {mixed}; rescued {rescued} of the collapsed"
+        )
+    low, high = s.band
+    lines.append(
+        f"rescued at some level: {s.rescued_any} of {s.collapsed}; a level with pass rate "
+        f"in [{low:g}, {high:g}]: {s.in_band} of {s.collapsed} (the weakest such level is "
+        "recommended: --json lists them)"
+    )
+    return lines
