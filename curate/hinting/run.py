@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curate.core.deepen import CORRECT, INCORRECT
-from curate.errors import UsageError
+from curate.errors import CurateError, UsageError
 from curate.hinting.summary import DEFAULT_BAND, HintSummary, summarize
 from curate.hinting.templates import (
     TEMPLATE_SOURCE,
@@ -222,13 +222,16 @@ def eval_options(request: HintRequest, plan: HintPlan) -> Any:
     )
 
 
-def write_data(request: HintRequest, plan: HintPlan) -> bool:
-    """Write the hinted data file (atomically); True when this call created the hinted
-    run's directory (so a refusal before any rollout can remove it again)."""
+def write_data(request: HintRequest, plan: HintPlan) -> Path | None:
+    """Write the hinted data file (atomically); returns the outermost directory this
+    call created (None: none), so that a refusal before any rollout can remove it."""
     from curate.store.atomic import atomic_path
 
     target = request.hinted_dir / DATA_FILE
-    created = not request.hinted_dir.exists()
+    created = None
+    for parent in (request.hinted_dir.parent, request.hinted_dir):
+        if not parent.exists():
+            created = created or parent
     request.hinted_dir.mkdir(parents=True, exist_ok=True)
     with atomic_path(target) as tmp:
         plan.rows.write_ndjson(tmp)
@@ -250,9 +253,11 @@ def hint_run(
     created = write_data(request, plan)
     try:
         outcome = evaluate(eval_options(request, plan), progress, announce=announce, status=status)
-    except UsageError:
-        if created and not (request.hinted_dir / "rollouts").exists():
-            shutil.rmtree(request.hinted_dir, ignore_errors=True)
+    except CurateError:
+        # Refused before it drew anything: leave no hinted run behind. One that stored
+        # rollouts stays, and the same command resumes it.
+        if created is not None and not RolloutStore(request.hinted_dir).shard_paths():
+            shutil.rmtree(created, ignore_errors=True)
         raise
     return HintOutcome(
         request=request, plan=plan, evaluation=outcome, summary=read_summary(request, plan)

@@ -1,11 +1,12 @@
 """The hint templates: a hint of strength 1..3 built from a reference solution.
 
 A reference is split into a worked solution (its steps) and a final answer
-(`split_reference`). With a worked solution, a level-k hint shows its leading
-ceil(k * S / 4) steps of S: a quarter, a half, three quarters of the way. With a final
-answer alone (an answer-only reference such as `45`), a level-k hint shows its leading
-ceil(k * L / 4) characters of L, never all of them: "the answer starts with 4". A hint
-never contains the final answer line itself.
+(`split_reference`). With a worked solution of S >= 2 steps, a level-k hint shows its
+leading ceil(k * S / 4) steps, never all S: a quarter, a half, three quarters of the
+way. Otherwise (an answer-only reference such as `45`, or a single step), a level-k hint
+shows the leading ceil(k * L / 4) characters of the L of the final answer, never all of
+them: "the answer starts with 4". A hint never contains the final answer line, nor the
+last step of a worked solution.
 
 One hint per prompt and level: the mixed-group odds 1 - p^G - (1 - p)^G are concave
 in p, so rollouts spread over many hints of one prompt open fewer gates than the same
@@ -63,8 +64,8 @@ def template_hint(reference: str, level: int) -> str | None:
     if level not in LEVELS:
         raise ValueError(f"hint level must be one of {LEVELS}, not {level}")
     ref = split_reference(reference)
-    if ref.steps:
-        shown = min(len(ref.steps), math.ceil(level * len(ref.steps) / 4))
+    if len(ref.steps) >= 2:
+        shown = min(len(ref.steps) - 1, math.ceil(level * len(ref.steps) / 4))
         return " ".join(ref.steps[:shown])
     n = min(len(ref.final) - 1, math.ceil(level * len(ref.final) / 4))
     if n < 1:
