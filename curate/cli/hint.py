@@ -48,9 +48,31 @@ def hint(
             help="The pass-rate band around 1/2 a recommended level falls in.",
         ),
     ] = "0.25,0.75",
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the summary as JSON on stdout.")
-    ] = False,
+    hint_model: Annotated[
+        str | None,
+        typer.Option(
+            "--hint-model",
+            metavar="MODEL",
+            help="Have this model write the hints from each reference (one greedy reply per "
+            "prompt and level) instead of the templates.",
+            show_default=False,
+        ),
+    ] = None,
+    hint_backend: Annotated[
+        str | None,
+        typer.Option(
+            "--hint-backend",
+            metavar="NAME",
+            help="The backend serving --hint-model \\[default: the run's, with its options].",
+            show_default=False,
+        ),
+    ] = None,
+    format: Annotated[
+        str,
+        typer.Option(
+            "--format", "-f", metavar="table|json", help="table for people, json for tools."
+        ),
+    ] = "table",
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress or start lines on stderr.")
     ] = False,
@@ -60,6 +82,8 @@ def hint(
     from curate.engine.progress import make_progress
     from curate.hinting.run import HintRequest, hint_run, outcome_json, outcome_lines
 
+    if format not in ("table", "json"):
+        raise UsageError(f"--format must be table or json, not {format!r}")
     request = HintRequest(run_dir=run, stratum=stratum, group_size=runs, band=parse_band(band))
 
     def announce(checked: object) -> None:
@@ -75,7 +99,7 @@ def hint(
         announce=None if quiet else announce,
         status=None if quiet else status,
     )
-    if as_json:
+    if format == "json":
         print(json.dumps(outcome_json(outcome), indent=2))
         return
     for line in outcome_lines(outcome):

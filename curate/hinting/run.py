@@ -13,6 +13,7 @@ them.
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -56,6 +57,11 @@ class HintRequest:
     chunk_size: int = 256
     engine_log: bool = True
     engine_options: dict[str, Any] = field(default_factory=dict)  # over the run's own
+    # Hints written by this model (None: the templates), through this backend (None: the
+    # run's) with these options over the run's.
+    hint_model: str | None = None
+    hint_backend: str | None = None
+    hint_options: dict[str, Any] = field(default_factory=dict)
 
     def check(self) -> None:
         """One-line UsageErrors for a request that cannot mean anything."""
@@ -71,7 +77,18 @@ class HintRequest:
 
     @property
     def hinted_dir(self) -> Path:
-        return self.run_dir / HINTS_DIR / self.stratum
+        """RUN/hints/STRATUM for template hints, RUN/hints/STRATUM-model-NAME for a
+        model's (a hinted run per source: its data file is its hints)."""
+        name = self.stratum
+        if self.hint_model is not None:
+            tail = Path(self.hint_model.rstrip("/")).name or self.hint_model
+            name += "-model-" + re.sub(r"[^A-Za-z0-9._-]+", "-", tail)
+        return self.run_dir / HINTS_DIR / name
+
+    @property
+    def source(self) -> str:
+        """The `hint_source` of this request's hints."""
+        return TEMPLATE_SOURCE if self.hint_model is None else f"model:{self.hint_model}"
 
 
 @dataclass(frozen=True)
@@ -101,8 +118,33 @@ class HintOutcome:
         return self.request.hinted_dir
 
 
-def plan_hints(request: HintRequest) -> HintPlan:
-    """Read RUN and build its hinted rows (nothing written). UsageError for a run this
+@dataclass(frozen=True)
+class Collapsed:
+    """A run's collapsed prompts, read and checked (nothing written)."""
+
+    manifest: dict[str, Any]
+    runs: int
+    ids: list[str]
+    rows: pl.DataFrame  # their samples.parquet rows, by sample id
+
+    @property
+    def prompt_field(self) -> str:
+        return str(self.manifest["prompt_field"])
+
+    @property
+    def answer_field(self) -> str:
+        return str(self.manifest["answer_field"])
+
+    def problems(self) -> dict[str, tuple[str, str]]:
+        """Sample id -> (prompt text, reference text as written in the data)."""
+        return {
+            row["sample_id"]: (str(row[self.prompt_field]), str(row[self.answer_field]))
+            for row in self.rows.iter_rows(named=True)
+        }
+
+
+def read_collapsed(request: HintRequest) -> Collapsed:
+    """Read RUN's collapsed prompts of the request's stratum. UsageError for a run this
     cannot replay."""
     import polars as pl
 
@@ -150,38 +192,88 @@ def plan_hints(request: HintRequest) -> HintPlan:
             f"{where}: {tally.missing} of the first {runs} rollouts per prompt are missing; "
             "finish the run first"
         )
-    collapsed = all_same_prompts(store, ids, runs, where)[request.stratum]
-    chosen = samples.filter(pl.col("sample_id").is_in(collapsed)).sort("sample_id")
+    collapsed = sorted(all_same_prompts(store, ids, runs, where)[request.stratum])
+    rows = samples.filter(pl.col("sample_id").is_in(collapsed)).sort("sample_id")
+    return Collapsed(manifest=manifest, runs=runs, ids=collapsed, rows=rows)
+
+
+def plan_hints(
+    request: HintRequest,
+    collapsed: Collapsed | None = None,
+    hints: dict[tuple[str, int], str] | None = None,
+) -> HintPlan:
+    """The hinted rows of RUN's collapsed prompts: `hints` (sample id, level) -> hint
+    when given (a model's), else the templates' (nothing written)."""
+    import polars as pl
+
+    c = collapsed if collapsed is not None else read_collapsed(request)
+    if hints is None:
+        hints = {
+            (sid, level): hint
+            for sid, (_, reference) in c.problems().items()
+            for level, hint in template_hints(reference).items()
+        }
     records: list[dict[str, Any]] = []
     without: list[str] = []
-    for row in chosen.iter_rows(named=True):
-        hints = template_hints(str(row[answer_field]))
-        if not hints:
-            without.append(row["sample_id"])
-        for level, hint in hints.items():
+    for row in c.rows.iter_rows(named=True):
+        sid = row["sample_id"]
+        mine = sorted((level, h) for (s, level), h in hints.items() if s == sid)
+        if not mine:
+            without.append(sid)
+        for level, hint in mine:
             out = {k: v for k, v in row.items() if k != "sample_id"}
-            out[prompt_field] = hinted_text(str(row[prompt_field]), hint)
+            out[c.prompt_field] = hinted_text(str(row[c.prompt_field]), hint)
             out.update(
-                hint_id=hinted_id(row["sample_id"], level),
-                hint_of=row["sample_id"],
+                hint_id=hinted_id(sid, level),
+                hint_of=sid,
                 hint_level=level,
                 hint=hint,
-                hint_source=TEMPLATE_SOURCE,
+                hint_source=request.source,
             )
             records.append(out)
     if not records:
         raise UsageError(
-            f"{where}: none of the {len(collapsed)} always-{request.stratum} prompts has a "
-            "reference a hint can be made from"
+            f"{request.run_dir}: none of the {len(c.ids)} always-{request.stratum} prompts "
+            "got a hint"
+            + (" (their references are too short)" if request.hint_model is None else "")
         )
-    rows = pl.DataFrame(records, infer_schema_length=None)
     return HintPlan(
-        manifest=manifest,
-        runs=runs,
-        collapsed=sorted(collapsed),
-        rows=rows,
+        manifest=c.manifest,
+        runs=c.runs,
+        collapsed=c.ids,
+        rows=pl.DataFrame(records, infer_schema_length=None),
         without_hint=without,
     )
+
+
+def stored_hints(request: HintRequest) -> dict[tuple[str, int], str] | None:
+    """The hints of a hinted run already written by a model (its data file), so that a
+    resume rolls out the same hints; None when there is none."""
+    import polars as pl
+
+    path = request.hinted_dir / DATA_FILE
+    if request.hint_model is None or not path.is_file():
+        return None
+    rows = pl.read_ndjson(path).select("hint_of", "hint_level", "hint")
+    return {(sid, int(level)): str(hint) for sid, level, hint in rows.iter_rows()}
+
+
+def model_hints(request: HintRequest, collapsed: Collapsed) -> dict[tuple[str, int], str]:
+    """Hints written by the request's hint model for the collapsed prompts."""
+    from curate.backends.registry import open_backend
+    from curate.hinting.writer import write_hints
+
+    m = collapsed.manifest
+    backend_name = request.hint_backend or str(m.get("backend") or "vllm")
+    options = dict(request.hint_options)
+    if request.hint_backend is None:
+        options = {**(m.get("engine_options") or {}), **options}
+    assert request.hint_model is not None
+    with open_backend(
+        backend_name, request.hint_model, options, seed=int(m.get("seed") or 0)
+    ) as backend:
+        written = write_hints(backend, collapsed.problems(), seed=int(m.get("seed") or 0))
+    return written.hints
 
 
 def eval_options(request: HintRequest, plan: HintPlan) -> Any:
@@ -249,7 +341,15 @@ def hint_run(
     summarize the hinted run."""
     from curate.engine.evaluate import evaluate
 
-    plan = plan_hints(request)
+    collapsed = read_collapsed(request)
+    hints = None
+    if request.hint_model is not None:
+        hints = stored_hints(request)
+        if hints is None:
+            if status is not None:
+                status(f"writing hints with {request.hint_model}")
+            hints = model_hints(request, collapsed)
+    plan = plan_hints(request, collapsed, hints)
     created = write_data(request, plan)
     try:
         outcome = evaluate(eval_options(request, plan), progress, announce=announce, status=status)
@@ -294,7 +394,9 @@ def outcome_json(outcome: HintOutcome) -> dict[str, Any]:
         "rescued_any": s.rescued_any,
         "in_band": s.in_band,
         "levels": [level.as_dict() for level in s.levels],
-        "recommended": s.recommended,
+        "recommended": [
+            {"sample_id": sid, "level": level} for sid, level in sorted(s.recommended.items())
+        ],
     }
 
 
@@ -320,6 +422,6 @@ def outcome_lines(outcome: HintOutcome) -> list[str]:
     lines.append(
         f"rescued at some level: {s.rescued_any} of {s.collapsed}; a level with pass rate "
         f"in [{low:g}, {high:g}]: {s.in_band} of {s.collapsed} (the weakest such level is "
-        "recommended: --json lists them)"
+        "recommended: --format json lists them)"
     )
     return lines

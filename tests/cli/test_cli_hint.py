@@ -30,13 +30,14 @@ def test_hint_writes_a_hinted_run_and_leaves_the_report_alone(
     fake_run: Path, run_curate: Callable[..., object]
 ) -> None:
     report = run_curate("report", fake_run, "--format", "json")
-    result = run_curate("hint", fake_run, "--json", "-q")
+    result = run_curate("hint", fake_run, "--format", "json", "-q")
     assert result.returncode == 0, result.stderr  # type: ignore[attr-defined]
     doc = json.loads(result.stdout)  # type: ignore[attr-defined]
     assert doc["collapsed"] == 3 and doc["without_hint"] == 1 and doc["group_size"] == 4
     assert [lv["level"] for lv in doc["levels"]] == [1, 2, 3]
     assert doc["levels"][0]["prompts"] == 2  # p1 and p2; p2's levels repeat level 1
-    assert doc["recommended"] == {"p1": None, "p2": None, "p3": None}  # the fake never passes
+    # The fake never passes: no level brings a prompt into the band.
+    assert doc["recommended"] == [{"sample_id": s, "level": None} for s in ("p1", "p2", "p3")]
     assert Path(doc["hinted_run"]) == fake_run / "hints" / "incorrect"
     again = run_curate("report", fake_run, "--format", "json")
     assert again.stdout == report.stdout  # type: ignore[attr-defined]
@@ -53,6 +54,7 @@ def test_hint_writes_a_hinted_run_and_leaves_the_report_alone(
         (["--band", "half"], "--band must be LOW,HIGH"),
         (["--band", "0.9,0.1"], "--band must be LOW,HIGH"),
         (["-n", "1"], "-n must be at least 2"),
+        (["--format", "yaml"], "--format must be table or json"),
     ],
 )
 def test_bad_options_one_line_exit_2_nothing_written(

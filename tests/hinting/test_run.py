@@ -166,3 +166,45 @@ def test_a_refused_evaluation_leaves_no_hinted_run(run: Path) -> None:
         hint_run(HintRequest(run_dir=run, engine_options={"no_such_option": 1}))
     assert not (run / "hints").exists()
     assert not (run / "hints" / "incorrect" / DATA_FILE).exists()
+
+
+def test_hints_written_by_a_model(run: Path) -> None:
+    """--hint-model: the writer's replies become the hints, a reply stating the final
+    answer is dropped, and a resume reuses the stored hints without asking again."""
+    from curate.hinting.writer import hint_prompt
+
+    writer: dict[str, list[object]] = {}
+    policy: dict[str, list[object]] = {}
+    for sid in ("a1", "a2", "a3", "a4", "a5"):
+        question, answer, _ = PROBLEMS[sid]
+        for level in (1, 2, 3):
+            # a2's level-3 reply gives the answer away; the others are honest.
+            reply = f"the answer is {answer}" if (sid, level) == ("a2", 3) else f"try {level}x"
+            writer[hint_prompt(question, answer, level)] = [reply, 1.0]
+            policy[hinted_text(question, reply)] = [answer, 0.5]
+    request = HintRequest(
+        run_dir=run,
+        hint_model="writer-model",
+        hint_backend="fake",
+        hint_options={"answers": writer},
+        engine_options={"answers": policy},
+    )
+    outcome = hint_run(request)
+    assert outcome.hinted_dir == run / "hints" / "incorrect-model-writer-model"
+    hints = outcome.plan.hints
+    assert set(hints["hint_source"]) == {"model:writer-model"}
+    assert hints.height == 5 * 3 - 1  # a2's level 3 dropped
+    assert outcome.plan.without_hint == []  # a model can hint a one-digit answer
+    assert all(h.startswith("try ") for h in hints["hint"])
+    assert outcome.summary.levels[0].rollouts == 5 * N
+
+    mute = HintRequest(
+        run_dir=run,
+        hint_model="writer-model",
+        hint_backend="fake",
+        hint_options={"answers": {}},  # would write other hints if it were asked
+        engine_options={"answers": policy},
+    )
+    again = hint_run(mute)
+    assert again.plan.hints.equals(hints)
+    assert again.evaluation is not None and again.evaluation.result.rollouts == 0
