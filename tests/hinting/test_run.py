@@ -208,3 +208,73 @@ def test_hints_written_by_a_model(run: Path) -> None:
     again = hint_run(mute)
     assert again.plan.hints.equals(hints)
     assert again.evaluation is not None and again.evaluation.result.rollouts == 0
+
+
+def test_hinted_prompts_export_to_every_trainer_format_and_load_in_trl(
+    run: Path, tmp_path: Path
+) -> None:
+    """The hinted run exports through `curate filter`'s formats unchanged: the hint is
+    inside the prompt and `hint_level` a column; TRL's own data utilities read it."""
+    datasets = pytest.importorskip("datasets")
+    trl_data = pytest.importorskip("trl.data_utils")
+    from transformers import AutoTokenizer
+
+    from curate.filtering import FilterRequest, filter_run
+    from tests.conftest import TINY_MODEL
+
+    outcome = hint_run(HintRequest(run_dir=run, engine_options={"answers": _hinted_answers()}))
+    hinted = outcome.hinted_dir
+    out = tmp_path / "exports"
+    filter_run(FilterRequest(run=hinted, output=out / "trl", format="trl", keep=("mixed",)))
+    for fmt, name in (("verl", "v.parquet"), ("openrlhf", "o.jsonl"), ("openai-rft", "r.jsonl")):
+        filter_run(FilterRequest(run=hinted, output=out / name, format=fmt, keep=("mixed",)))
+    mixed = outcome.summary.per_prompt.filter(pl.col("mixed"))
+    assert mixed.height > 0
+
+    ds = datasets.load_from_disk(str(out / "trl"))
+    assert ds.num_rows == mixed.height
+    assert set(ds["hint_level"]) <= {1, 2, 3} and ds.features["hint_level"].dtype == "int64"
+    tokenizer = AutoTokenizer.from_pretrained(str(TINY_MODEL))
+    for row in ds:
+        assert trl_data.is_conversational(row)
+        rendered = trl_data.maybe_apply_chat_template(row, tokenizer)["prompt"]
+        assert rendered.endswith(f"\nHint: {row['hint']}\n<|assistant|>")
+        assert row["solution"] == PROBLEMS[row["hint_of"]][1]
+    verl = pl.read_parquet(out / "v.parquet")
+    assert verl["extra_info"].struct.field("hint_level").to_list() == ds["hint_level"]
+    for name, key in (("o.jsonl", "input"), ("r.jsonl", "messages")):
+        for line in (out / name).read_text().splitlines():
+            row = json.loads(line)
+            assert row[key][-1]["content"].endswith(f"\nHint: {row['hint']}")
+            assert row["hint_level"] in (1, 2, 3)
+
+
+@pytest.mark.slow
+def test_the_bundled_model_is_rescued_by_hints(tmp_path: Path) -> None:
+    """tiny-math on the very-hard problems of the sample set (never solved without a
+    hint): some hinted groups of 8 are mixed, and the strongest hints pass most often."""
+    pytest.importorskip("vllm")
+    from curate.engine.evaluate import EvalOptions
+    from tests.conftest import ARITHMETIC, TEST_ENGINE_OPTIONS, TINY_MODEL
+
+    data = tmp_path / "very-hard.jsonl"
+    pl.read_ndjson(ARITHMETIC).filter(pl.col("difficulty") == "very-hard").head(24).write_ndjson(
+        data
+    )
+    run = tmp_path / "run"
+    base = EvalOptions(
+        data=data,
+        model=str(TINY_MODEL),
+        runs=4,
+        out=run,
+        max_tokens=16,
+        engine_options=dict(TEST_ENGINE_OPTIONS),
+        engine_log=False,
+    )
+    evaluate(base)
+    outcome = hint_run(HintRequest(run_dir=run, group_size=8, engine_log=False))
+    s = outcome.summary
+    assert s.collapsed >= 20  # the very-hard band stays out of reach without a hint
+    assert s.rescued_any >= 1
+    rates = [lv.pass_rate or 0.0 for lv in s.levels]
+    assert rates[-1] > rates[0]
