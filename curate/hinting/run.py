@@ -316,17 +316,31 @@ def eval_options(request: HintRequest, plan: HintPlan) -> Any:
 
 def write_data(request: HintRequest, plan: HintPlan) -> Path | None:
     """Write the hinted data file (atomically); returns the outermost directory this
-    call created (None: none), so that a refusal before any rollout can remove it."""
+    call created (None: none), so that a refusal before any rollout can remove it.
+    A hinted run made for other hints (RUN was run again since) is refused: its
+    rollouts would not be these prompts'."""
+    import io
+
     from curate.store.atomic import atomic_path
 
     target = request.hinted_dir / DATA_FILE
+    buffer = io.BytesIO()
+    plan.rows.write_ndjson(buffer)
+    body = buffer.getvalue()
+    if target.is_file():
+        if target.read_bytes() == body:
+            return None
+        raise UsageError(
+            f"{request.hinted_dir}: this hinted run holds other hints than the run's "
+            "collapsed prompts get now (was the run made again?); remove it to start over"
+        )
     created = None
     for parent in (request.hinted_dir.parent, request.hinted_dir):
         if not parent.exists():
             created = created or parent
     request.hinted_dir.mkdir(parents=True, exist_ok=True)
     with atomic_path(target) as tmp:
-        plan.rows.write_ndjson(tmp)
+        tmp.write_bytes(body)
     return created
 
 

@@ -278,3 +278,17 @@ def test_the_bundled_model_is_rescued_by_hints(tmp_path: Path) -> None:
     assert s.rescued_any >= 1
     rates = [lv.pass_rate or 0.0 for lv in s.levels]
     assert rates[-1] > rates[0]
+
+
+def test_a_hinted_run_of_other_hints_is_refused(run: Path) -> None:
+    """RUN made again with other outcomes: its hinted run no longer matches, and is
+    refused (one line) rather than mixed with new hints."""
+    request = HintRequest(run_dir=run, engine_options={"answers": _hinted_answers()})
+    hint_run(request)
+    data = run / "hints" / "incorrect" / DATA_FILE
+    before = data.read_bytes()
+    data.write_bytes(before.replace(b"a1@hint1", b"zz@hint1"))
+    changed = data.read_bytes()
+    with pytest.raises(UsageError, match="holds other hints"):
+        hint_run(request)
+    assert data.read_bytes() == changed
