@@ -34,15 +34,15 @@ from curate.cli.judge_options import (
     judge_config,
 )
 from curate.core.reasoning import DEFAULT_TRUNCATION
-from curate.engine.spec import DEFAULT_CHUNK_SIZE
 from curate.errors import UsageError
+from curate.evaluation.spec import DEFAULT_CHUNK_SIZE
 from curate.graders.checks import DEFAULT_MAX_BAD_FRACTION
 
 if TYPE_CHECKING:
     from curate.core.shards import ShardSpec
-    from curate.engine import adaptive as _adaptive
-    from curate.engine.evaluate import EvalOptions
-    from curate.engine.preflight import Preflight
+    from curate.evaluation import adaptive as _adaptive
+    from curate.evaluation.evaluate import EvalOptions
+    from curate.evaluation.preflight import Preflight
 
 # The backends with flags on `curate eval`, by their --backend name.
 FLAG_SCHEMAS: dict[str, type[BackendOptions]] = {"vllm": VllmOptions, "openai": OpenAIOptions}
@@ -119,8 +119,8 @@ def eval_cmd(
     backend: Annotated[
         str, typer.Option(help="vllm (local engine) or openai (an endpoint).", metavar="NAME")
     ] = "vllm",
-    runs: Annotated[
-        int, typer.Option("--runs", "-n", min=1, help="Rollouts per sample.", metavar="N")
+    rollouts: Annotated[
+        int, typer.Option("--rollouts", "-n", min=1, help="Rollouts per sample.", metavar="N")
     ] = 8,
     out: Annotated[
         Path | None,
@@ -432,7 +432,7 @@ def eval_cmd(
         typer.Option(
             "--adaptive",
             help="Draw in rounds: a sample stops once its outcomes are mixed; "
-            "all-same samples draw up to --max-runs.",
+            "all-same samples draw up to --max-rollouts.",
             rich_help_panel=ADAPTIVE,
         ),
     ] = False,
@@ -445,10 +445,11 @@ def eval_cmd(
             rich_help_panel=ADAPTIVE,
         ),
     ] = None,
-    max_runs: Annotated[
+    max_rollouts: Annotated[
         int | None,
         typer.Option(
-            help="Most rollouts per sample. \\[default: --runs; no cap with --budget]",
+            "--max-rollouts",
+            help="Most rollouts per sample. \\[default: --rollouts; no cap with --budget]",
             metavar="N",
             show_default=False,
             rich_help_panel=ADAPTIVE,
@@ -525,16 +526,16 @@ def eval_cmd(
     ] = None,
 ) -> None:
     """Run N rollouts per sample, grade them, and store every rollout (resumable)."""
-    from curate.engine.adaptive import AdaptiveResult
-    from curate.engine.evaluate import EvalOptions, evaluate
-    from curate.engine.preflight import parse_score_range
-    from curate.engine.progress import error_summary, make_progress
+    from curate.evaluation.adaptive import AdaptiveResult
+    from curate.evaluation.evaluate import EvalOptions, evaluate
+    from curate.evaluation.preflight import parse_score_range
+    from curate.evaluation.progress import error_summary, make_progress
 
     opts = EvalOptions(
         data=data,
         model=model,
         backend=backend,
-        runs=runs,
+        runs=rollouts,
         out=out,
         grader=grader,
         temperature=temperature,
@@ -559,7 +560,7 @@ def eval_cmd(
         ),
         adaptive=adaptive,
         round_size=round_size,
-        max_runs=max_runs,
+        max_runs=max_rollouts,
         budget=budget,
         balanced=balanced,
         deepen=deepen,
@@ -685,7 +686,7 @@ def _show_engine_log(opts: EvalOptions, exc: BaseException) -> None:
     import sys
 
     from curate.backends.engine_output import log_tail
-    from curate.engine.evaluate import engine_log_path
+    from curate.evaluation.evaluate import engine_log_path
 
     log = engine_log_path(opts)
     notes = getattr(exc, "__notes__", None) or []
@@ -771,9 +772,9 @@ def _print_start(checked: Preflight) -> None:
 def _print_dry_run(
     opts: EvalOptions, price_in: float | None, price_out: float | None, *, quiet: bool = False
 ) -> None:
-    from curate.engine.estimate import estimate_eval
-    from curate.engine.evaluate import adaptive_policy
-    from curate.engine.preflight import preflight
+    from curate.evaluation.estimate import estimate_eval
+    from curate.evaluation.evaluate import adaptive_policy
+    from curate.evaluation.preflight import preflight
 
     adaptive_policy(opts)  # its option errors first, as `evaluate` does
     checked = preflight(opts)
@@ -789,7 +790,7 @@ def _print_dry_run(
     if e["runs"] is None:  # adaptive with --budget alone: no per-sample cap
         head = f"{e['samples']} samples, at most {e['rollouts_total']} rollouts in all"
     else:
-        head = f"{e['samples']} samples x {e['runs']} runs = {e['rollouts_total']} rollouts"
+        head = f"{e['samples']} samples x {e['runs']} rollouts = {e['rollouts_total']} rollouts"
     bound = "at most " if opts.adaptive else ""
     print(
         f"dry run: {head}, {e['rollouts_stored']} already stored in {e['run_dir']}, "

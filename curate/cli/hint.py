@@ -31,10 +31,10 @@ def hint(
             "correct (every rollout passed).",
         ),
     ] = "incorrect",
-    runs: Annotated[
+    rollouts: Annotated[
         int | None,
         typer.Option(
-            "--runs",
+            "--rollouts",
             "-n",
             help="Rollouts per hinted prompt, G \\[default: the run's N].",
             show_default=False,
@@ -79,12 +79,21 @@ def hint(
 ) -> None:
     """Hint the prompts a run never (or always) solves, from their reference solutions, and
     roll the hinted prompts out with the run's model, sampling and grader (SAGE)."""
-    from curate.engine.progress import make_progress
+    from curate.evaluation.progress import make_progress
     from curate.hinting.run import HintRequest, hint_run, outcome_json, outcome_lines
 
     if format not in ("table", "json"):
         raise UsageError(f"--format must be table or json, not {format!r}")
-    request = HintRequest(run_dir=run, stratum=stratum, group_size=runs, band=parse_band(band))
+    if hint_backend is not None and hint_model is None:
+        raise UsageError("--hint-backend only applies with --hint-model")
+    request = HintRequest(
+        run_dir=run,
+        stratum=stratum,
+        group_size=rollouts,
+        band=parse_band(band),
+        hint_model=hint_model,
+        hint_backend=hint_backend,
+    )
 
     def announce(checked: object) -> None:
         for line in checked.lines():  # type: ignore[attr-defined]

@@ -34,9 +34,9 @@ from curate.store.run_dir import RolloutStore, is_run_dir
 if TYPE_CHECKING:
     import polars as pl
 
-    from curate.engine.evaluate import EvalOutcome, Status
-    from curate.engine.preflight import Preflight
-    from curate.engine.progress import Progress
+    from curate.evaluation.evaluate import EvalOutcome, Status
+    from curate.evaluation.preflight import Preflight
+    from curate.evaluation.progress import Progress
 
 HINTS_DIR = "hints"
 DATA_FILE = "hinted.jsonl"
@@ -148,7 +148,7 @@ def read_collapsed(request: HintRequest) -> Collapsed:
     cannot replay."""
     import polars as pl
 
-    from curate.engine.deepen import all_same_prompts
+    from curate.evaluation.deepen import all_same_prompts
 
     request.check()
     where = request.run_dir
@@ -192,7 +192,15 @@ def read_collapsed(request: HintRequest) -> Collapsed:
             f"{where}: {tally.missing} of the first {runs} rollouts per prompt are missing; "
             "finish the run first"
         )
-    collapsed = sorted(all_same_prompts(store, ids, runs, where)[request.stratum])
+    try:
+        strata = all_same_prompts(store, ids, runs, where)
+    except UsageError as exc:
+        if "partial credit" not in str(exc):
+            raise
+        raise UsageError(
+            f"{where}: curate hint needs 0/1 scores, and this run's grader gives partial credit"
+        ) from None
+    collapsed = sorted(strata[request.stratum])
     rows = samples.filter(pl.col("sample_id").is_in(collapsed)).sort("sample_id")
     return Collapsed(manifest=manifest, runs=runs, ids=collapsed, rows=rows)
 
@@ -279,7 +287,7 @@ def model_hints(request: HintRequest, collapsed: Collapsed) -> dict[tuple[str, i
 def eval_options(request: HintRequest, plan: HintPlan) -> Any:
     """The hinted run's EvalOptions: the run's model, backend, sampling, seed, grader
     and reference reading, over the hinted data."""
-    from curate.engine.evaluate import EvalOptions
+    from curate.evaluation.evaluate import EvalOptions
 
     m = plan.manifest
     sampling = m.get("sampling") or {}
@@ -353,7 +361,7 @@ def hint_run(
 ) -> HintOutcome:
     """Plan the hints, roll them out (resuming a hinted run already there) and
     summarize the hinted run."""
-    from curate.engine.evaluate import evaluate
+    from curate.evaluation.evaluate import evaluate
 
     collapsed = read_collapsed(request)
     hints = None
@@ -381,7 +389,7 @@ def hint_run(
 def read_summary(request: HintRequest, plan: HintPlan) -> HintSummary:
     """The hinted run's per-level figures, from what it stores."""
     store = RolloutStore(request.hinted_dir)
-    rollouts = store.rollouts(["sample_id", "run_idx", "score", "error"]).rename(
+    rollouts = store.rollouts(["sample_id", "rollout_idx", "score", "error"]).rename(
         {"sample_id": "hint_id"}
     )
     return summarize(

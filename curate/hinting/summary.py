@@ -72,13 +72,13 @@ def summarize(
     group_size: int,
     band: tuple[float, float] = DEFAULT_BAND,
 ) -> HintSummary:
-    """`rollouts` (hint_id, run_idx, score, error) of the hinted run, `hints` (hint_id,
+    """`rollouts` (hint_id, rollout_idx, score, error) of the hinted run, `hints` (hint_id,
     hint_of, hint_level), the `collapsed` prompts' ids: the first `group_size` rollouts
     of each hinted prompt, per level and per prompt. A score counts as a pass when it
     is 1 (the collapsed strata are read from 0/1 scores)."""
     import polars as pl
 
-    first = rollouts.filter(pl.col("run_idx") < group_size).join(
+    first = rollouts.filter(pl.col("rollout_idx") < group_size).join(
         hints.select("hint_id", "hint_of", "hint_level"), on="hint_id", how="inner"
     )
     scored = first.filter(pl.col("error").is_null())

@@ -55,6 +55,7 @@ def test_hint_writes_a_hinted_run_and_leaves_the_report_alone(
         (["--band", "0.9,0.1"], "--band must be LOW,HIGH"),
         (["-n", "1"], "-n must be at least 2"),
         (["--format", "yaml"], "--format must be table or json"),
+        (["--hint-backend", "fake"], "--hint-backend only applies with --hint-model"),
     ],
 )
 def test_bad_options_one_line_exit_2_nothing_written(
@@ -79,3 +80,15 @@ def test_not_a_run_directory(inputs: Path, run_curate: Callable[..., object]) ->
         f"curate: error: {inputs / 'missing'}: not a run directory (no manifest.json)"
     ]
     assert not (inputs / "missing").exists()
+
+
+def test_hint_model_through_the_cli(fake_run: Path, run_curate: Callable[..., object]) -> None:
+    """--hint-model reaches the library: the fake writer's replies (not the answer) are
+    the hints, in their own hinted run."""
+    result = run_curate(
+        "hint", fake_run, "--hint-model", "w", "--hint-backend", "fake", "--format", "json", "-q"
+    )
+    assert result.returncode == 0, result.stderr  # type: ignore[attr-defined]
+    doc = json.loads(result.stdout)  # type: ignore[attr-defined]
+    assert Path(doc["hinted_run"]) == fake_run / "hints" / "incorrect-model-w"
+    assert doc["without_hint"] == 0 and [lv["prompts"] for lv in doc["levels"]] == [3, 3, 3]

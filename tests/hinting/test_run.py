@@ -12,8 +12,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from curate.engine.evaluate import evaluate
 from curate.errors import UsageError
+from curate.evaluation.evaluate import evaluate
 from curate.hinting.run import DATA_FILE, HintRequest, hint_run, plan_hints
 from curate.hinting.templates import hinted_text, template_hints
 from curate.store.run_dir import RolloutStore
@@ -79,7 +79,7 @@ def test_hinted_run_beside_the_run(run: Path) -> None:
     assert hints.filter(pl.col("hint_of") == "a4")["hint_level"].to_list() == [1]
 
     hinted = RolloutStore(outcome.hinted_dir)
-    rows = hinted.rollouts(["sample_id", "run_idx", "score", "error"])
+    rows = hinted.rollouts(["sample_id", "rollout_idx", "score", "error"])
     assert rows.height == hints.height * N
     assert set(rows["sample_id"]) == set(hints["hint_id"])
     samples = hinted.read_samples()
@@ -254,7 +254,7 @@ def test_the_bundled_model_is_rescued_by_hints(tmp_path: Path) -> None:
     """tiny-math on the very-hard problems of the sample set (never solved without a
     hint): some hinted groups of 8 are mixed, and the strongest hints pass most often."""
     pytest.importorskip("vllm")
-    from curate.engine.evaluate import EvalOptions
+    from curate.evaluation.evaluate import EvalOptions
     from tests.conftest import ARITHMETIC, TEST_ENGINE_OPTIONS, TINY_MODEL
 
     data = tmp_path / "very-hard.jsonl"

@@ -8,9 +8,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from curate.engine.evaluate import evaluate
-from curate.engine.regrade import NEW_COLUMNS, RegradeOptions, regrade
 from curate.errors import InputError, RunError, UsageError
+from curate.evaluation.evaluate import evaluate
+from curate.evaluation.regrade import NEW_COLUMNS, RegradeOptions, regrade
 from curate.graders.judge import CACHE_FILE, JudgeConfig
 from curate.store.run_dir import RolloutStore
 from tests.conftest import fake_eval_options
@@ -57,8 +57,8 @@ def _opts(source: Path, out: Path, grader: str = "exact", **fields: object) -> R
 def test_regrade_keeps_rollouts_and_replaces_grades(source: Path, tmp_path: Path) -> None:
     out = tmp_path / "regraded"
     result = regrade(_opts(source, out, "regex:(\\d+)9$"))  # a grader that inverts numeric
-    before = RolloutStore(source).rollouts().sort("sample_id", "run_idx")
-    after = RolloutStore(out).rollouts().sort("sample_id", "run_idx")
+    before = RolloutStore(source).rollouts().sort("sample_id", "rollout_idx")
+    after = RolloutStore(out).rollouts().sort("sample_id", "rollout_idx")
     kept = [c for c in before.columns if c not in NEW_COLUMNS]
     assert after.select(kept).equals(before.select(kept))
     assert result.rollouts == 48 and result.generation_errors == 8 and result.graded == 40
@@ -80,9 +80,9 @@ def test_regrade_keeps_rollouts_and_replaces_grades(source: Path, tmp_path: Path
 def test_regrade_with_the_same_grader_reproduces_the_scores(source: Path, tmp_path: Path) -> None:
     out = tmp_path / "same"
     regrade(_opts(source, out, "numeric"))
-    cols = ["sample_id", "run_idx", "score", "error", "extracted"]
-    before = RolloutStore(source).rollouts().select(cols).sort("sample_id", "run_idx")
-    after = RolloutStore(out).rollouts().select(cols).sort("sample_id", "run_idx")
+    cols = ["sample_id", "rollout_idx", "score", "error", "extracted"]
+    before = RolloutStore(source).rollouts().select(cols).sort("sample_id", "rollout_idx")
+    after = RolloutStore(out).rollouts().select(cols).sort("sample_id", "rollout_idx")
     assert after.equals(before)
 
 

@@ -1,5 +1,5 @@
 """Adaptive evaluation against a backend: the policy's round loop
-(`curate.engine.adaptive.policy.run_rounds`) with an outcome source backed by the
+(`curate.evaluation.adaptive.policy.run_rounds`) with an outcome source backed by the
 run directory and `run_eval`.
 
 Each round the source rebuilds every sample's state from the stored rollouts (so a
@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from curate.core.outcome import OUTCOMES, PASS_SCORE, outcome_of
-from curate.engine.adaptive.policy import AdaptivePolicy, Observation, SampleState, run_rounds
-from curate.engine.progress import NullProgress, OutcomeTally, Progress
-from curate.engine.runner import EvalResult, run_eval, stored_outcomes
-from curate.engine.spec import Evaluation, evaluation_of
+from curate.evaluation.adaptive.policy import AdaptivePolicy, Observation, SampleState, run_rounds
+from curate.evaluation.progress import NullProgress, OutcomeTally, Progress
+from curate.evaluation.runner import EvalResult, run_eval, stored_outcomes
+from curate.evaluation.spec import Evaluation, evaluation_of
 
 if TYPE_CHECKING:
     import polars as pl
@@ -63,7 +63,8 @@ class StoredState:
 
 
 def state_from_store(stored: pl.DataFrame | None, sample_ids: Sequence[str]) -> StoredState:
-    """Per-sample outcome counts from de-duplicated rollouts (sample_id, run_idx, score, error)."""
+    """Per-sample outcome counts from de-duplicated rollouts (sample_id, rollout_idx, score,
+    error)."""
     import polars as pl
 
     states = {sid: SampleState() for sid in sample_ids}
@@ -78,7 +79,7 @@ def state_from_store(stored: pl.DataFrame | None, sample_ids: Sequence[str]) -> 
         (pl.col("score") >= PASS_SCORE).sum().alias("c"),
         pl.col("score").min().alias("lo"),
         pl.col("score").max().alias("hi"),
-        pl.col("run_idx").max().alias("last"),
+        pl.col("rollout_idx").max().alias("last"),
     )
     gappy = []
     for sid, n, c, lo, hi, last in agg.iter_rows():
@@ -90,7 +91,7 @@ def state_from_store(stored: pl.DataFrame | None, sample_ids: Sequence[str]) -> 
         for sid, idx in (
             scored.filter(pl.col("sample_id").is_in(gappy))
             .group_by("sample_id")
-            .agg(pl.col("run_idx"))
+            .agg(pl.col("rollout_idx"))
             .iter_rows()
         ):
             have = set(idx)

@@ -12,14 +12,14 @@ Two modules, one loop:
 The rules are in `policy`.
 """
 
-from curate.engine.adaptive.driver import (
+from curate.evaluation.adaptive.driver import (
     AdaptiveResult,
     StoredState,
     run_adaptive,
     state_from_store,
     target_count,
 )
-from curate.engine.adaptive.policy import (
+from curate.evaluation.adaptive.policy import (
     DEFAULT_ROUND_SIZE,
     AdaptivePolicy,
     Observation,

@@ -22,8 +22,8 @@ from typing import Any
 import polars as pl
 import pytest
 
-from curate.engine import evaluate as evaluate_module
-from curate.engine.evaluate import EvalOptions, evaluate
+from curate.evaluation import evaluate as evaluate_module
+from curate.evaluation.evaluate import EvalOptions, evaluate
 from curate.store.run_dir import RolloutStore
 from tests.conftest import ROOT, TINY_MODEL
 

@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 
 from curate.backends.fake import FakeBackend
 from curate.cli.app import app
-from curate.engine.adaptive import (
+from curate.errors import RunError, UsageError
+from curate.evaluation.adaptive import (
     AdaptivePolicy,
     SampleState,
     binomial_range_probability,
@@ -24,12 +25,11 @@ from curate.engine.adaptive import (
     state_from_store,
     target_count,
 )
-from curate.engine.evaluate import evaluate
-from curate.engine.runner import plan_requests
-from curate.errors import RunError, UsageError
+from curate.evaluation.evaluate import evaluate
+from curate.evaluation.runner import plan_requests
 from curate.stats.estimators import BetaPrior
 from curate.store.run_dir import RolloutStore
-from tests.engine.conftest import fake_answers, fake_options
+from tests.evaluation.conftest import fake_answers, fake_options
 
 
 def S(*scores: float) -> SampleState:
@@ -72,11 +72,11 @@ def test_needs_balanced() -> None:
     ("kwargs", "needle"),
     [
         ({"round_size": 0}, "--round-size"),
-        ({"max_runs": 0}, "--max-runs"),
+        ({"max_runs": 0}, "--max-rollouts"),
         ({"budget": 0}, "--budget"),
         ({"balanced": 0}, "--balanced"),
         ({"balanced": 3, "max_runs": 5}, "cannot hold 3 passes"),
-        ({"max_runs": None}, "--max-runs or --budget"),
+        ({"max_runs": None}, "--max-rollouts or --budget"),
     ],
 )
 def test_policy_rejects_bad_parameters(kwargs: dict[str, object], needle: str) -> None:
@@ -191,7 +191,7 @@ def test_state_from_store_and_targets_fill_holes_first() -> None:
     frame = pl.DataFrame(
         {
             "sample_id": ["a", "a", "a", "a", "b", "b"],
-            "run_idx": [0, 1, 2, 3, 0, 1],
+            "rollout_idx": [0, 1, 2, 3, 0, 1],
             "score": [0.0, None, 0.0, 1.0, 1.0, 1.0],
             "error": [None, "HTTP 503", None, None, None, None],
         }
@@ -271,16 +271,16 @@ def test_adaptive_run_resumes_after_a_crash(
     monkeypatch.setattr(FakeBackend, "generate", flaky)
     with pytest.raises(RunError, match="engine died"):
         evaluate(_opts(arithmetic_jsonl, run))
-    before = RolloutStore(run).rollouts().sort("sample_id", "run_idx")
+    before = RolloutStore(run).rollouts().sort("sample_id", "rollout_idx")
     assert before.height > 0
     monkeypatch.setattr(FakeBackend, "generate", real)
     resumed = evaluate(_opts(arithmetic_jsonl, run))
     assert resumed.result.skipped == before.height
-    after = RolloutStore(run).rollouts().sort("sample_id", "run_idx")
+    after = RolloutStore(run).rollouts().sort("sample_id", "rollout_idx")
     # What was stored before the crash is kept as it was.
-    kept = after.join(before.select("sample_id", "run_idx"), on=["sample_id", "run_idx"])
-    assert kept.select("sample_id", "run_idx", "completion").equals(
-        before.select("sample_id", "run_idx", "completion")
+    kept = after.join(before.select("sample_id", "rollout_idx"), on=["sample_id", "rollout_idx"])
+    assert kept.select("sample_id", "rollout_idx", "completion").equals(
+        before.select("sample_id", "rollout_idx", "completion")
     )
     for n, c in _counts(run).values():
         assert (0 < c < n) or n == 6
@@ -289,7 +289,7 @@ def test_adaptive_run_resumes_after_a_crash(
 
 def test_a_sample_that_always_fails_does_not_loop(arithmetic_jsonl: Path, tmp_path: Path) -> None:
     from curate.backends.base import SamplingConfig
-    from curate.engine.adaptive import run_adaptive
+    from curate.evaluation.adaptive import run_adaptive
     from curate.graders import get_grader
 
     answers = {k: (v[0], float(v[1])) for k, v in fake_answers(arithmetic_jsonl).items()}  # type: ignore[misc]
@@ -339,8 +339,8 @@ def test_a_fixed_top_up_keeps_the_run_marked_adaptive(
     ("extra", "needle"),
     [
         (["--budget", "10"], "--budget only apply with --adaptive"),
-        (["--round-size", "2", "--max-runs", "4"], "--round-size, --max-runs only apply"),
-        (["--adaptive", "--balanced", "3", "--max-runs", "4"], "cannot hold 3 passes"),
+        (["--round-size", "2", "--max-rollouts", "4"], "--round-size, --max-rollouts only apply"),
+        (["--adaptive", "--balanced", "3", "--max-rollouts", "4"], "cannot hold 3 passes"),
         (["--adaptive", "--round-size", "0"], "--round-size must be at least 1"),
     ],
 )
@@ -392,7 +392,7 @@ def test_balanced_run_stops_at_k_and_k(arithmetic_jsonl: Path, tmp_path: Path) -
 def test_adaptive_run_on_the_tiny_model(vllm_backend: object, tmp_path: Path) -> None:
     """The real engine: every sample ends mixed or at the cap, and labels stay coherent."""
     from curate.backends.base import SamplingConfig
-    from curate.engine.adaptive import run_adaptive
+    from curate.evaluation.adaptive import run_adaptive
     from curate.graders import get_grader
     from tests.conftest import ARITHMETIC, chat_prompts_and_references
 

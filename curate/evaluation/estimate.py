@@ -14,8 +14,8 @@ from curate.stats.usage import cost_usd
 
 if TYPE_CHECKING:
     from curate.core.prompts import Prompt
-    from curate.engine.evaluate import EvalOptions
-    from curate.engine.preflight import Preflight
+    from curate.evaluation.evaluate import EvalOptions
+    from curate.evaluation.preflight import Preflight
 
 # Chat-template tokens per message (role markers, separators) when only counting text.
 _MESSAGE_OVERHEAD = 4
@@ -64,8 +64,8 @@ def estimate_eval(
     import polars as pl
 
     from curate.data.samples import build_prompts
-    from curate.engine.evaluate import adaptive_policy, check_shard_options, load_eval_samples
-    from curate.engine.sharding import shard_frame
+    from curate.evaluation.evaluate import adaptive_policy, check_shard_options, load_eval_samples
+    from curate.evaluation.sharding import shard_frame
     from curate.store.run_dir import RolloutStore
 
     # The run's own option checks and per-sample cap, so the estimate never describes
@@ -86,7 +86,7 @@ def estimate_eval(
     if not opts.force_new and store.shard_paths():
         done = store.completed_pairs()
         if cap is not None:
-            done = done.filter(pl.col("run_idx") < cap)
+            done = done.filter(pl.col("rollout_idx") < cap)
         stored = dict(done.group_by("sample_id").len().iter_rows())
     held = [stored.get(sid, 0) for sid in ids]
     # Rollouts each sample may still take (None: no per-sample cap).

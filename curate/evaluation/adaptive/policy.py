@@ -4,7 +4,7 @@ round, and the one round loop that drives it (no engine, no store, no polars).
 `AdaptivePolicy.next_round` maps each sample's outcomes so far (`SampleState`) to the
 draws of the next round. `run_rounds` runs the loop against an `OutcomeSource`:
 `run_policy` and `replay` use a per-sample draw function (stored outcomes, a
-simulation); the driver (`curate.engine.adaptive.driver`) uses a source backed by a
+simulation); the driver (`curate.evaluation.adaptive.driver`) uses a source backed by a
 backend and the run directory.
 
 Rules (Reinforce-Ada-Seq style):
@@ -107,7 +107,7 @@ class AdaptivePolicy:
         if self.round_size < 1:
             raise UsageError("--round-size must be at least 1")
         if self.max_runs is not None and self.max_runs < 1:
-            raise UsageError("--max-runs must be at least 1")
+            raise UsageError("--max-rollouts must be at least 1")
         if self.budget is not None and self.budget < 1:
             raise UsageError("--budget must be at least 1")
         if self.balanced is not None:
@@ -115,11 +115,13 @@ class AdaptivePolicy:
                 raise UsageError("--balanced must be at least 1")
             if self.max_runs is not None and self.max_runs < 2 * self.balanced:
                 raise UsageError(
-                    f"--max-runs {self.max_runs} cannot hold {self.balanced} passes and "
+                    f"--max-rollouts {self.max_runs} cannot hold {self.balanced} passes and "
                     f"{self.balanced} failures (need at least {2 * self.balanced})"
                 )
         if self.max_runs is None and self.budget is None:
-            raise UsageError("an adaptive run needs --max-runs or --budget (else it never ends)")
+            raise UsageError(
+                "an adaptive run needs --max-rollouts or --budget (else it never ends)"
+            )
 
     def params(self) -> dict[str, Any]:
         """For the manifest: the fields above, by name."""
@@ -259,7 +261,7 @@ class Observation:
 
 class OutcomeSource(Protocol):
     """Where a round's outcomes come from: a replay or simulation (`run_policy`), or a
-    backend through the run directory (`curate.engine.adaptive.driver`)."""
+    backend through the run directory (`curate.evaluation.adaptive.driver`)."""
 
     def observe(self) -> Observation:
         """The state before the next round."""

@@ -13,7 +13,7 @@ from curate.remote.settings import RemoteSettings
 
 if TYPE_CHECKING:
     from curate.core.prompts import Mode, Prompt
-    from curate.engine.evaluate import EvalOptions
+    from curate.evaluation.evaluate import EvalOptions
 
 # Prompts tokenised, the longest by characters first: the longest in tokens is among
 # them unless token density varies wildly across the data set.
@@ -90,7 +90,7 @@ def _longest(prompts: dict[str, Prompt], k: int) -> list[tuple[str, Prompt]]:
 
 def _local(opts: EvalOptions, prompts: dict[str, Prompt], mode: Mode) -> ContextCheck | None:
     from curate.backends.context import local_counter, local_window
-    from curate.engine.preflight import apply_local_template
+    from curate.evaluation.preflight import apply_local_template
 
     given = opts.backend_options()
     limit = getattr(given, "max_model_len", None)

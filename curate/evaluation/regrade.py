@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 from curate.core.prompts import Mode
 from curate.core.settled import SETTLED_COLUMN
 from curate.data.samples import build_prompts, fields_of_manifest, references_by_id
-from curate.engine.runner import GRADER_ERROR_PREFIX, sample_contexts
 from curate.errors import InputError, UsageError
+from curate.evaluation.runner import GRADER_ERROR_PREFIX, sample_contexts
 from curate.graders import get_grader
 from curate.graders.base import grade, needs_context
 from curate.graders.judge import (

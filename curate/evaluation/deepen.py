@@ -39,7 +39,7 @@ class DeepenPlan:
 
     @property
     def targets(self) -> dict[str, int]:
-        """Rollouts per chosen prompt (run_idx 0..to-1), for `Evaluation.with_runs`."""
+        """Rollouts per chosen prompt (rollout_idx 0..to-1), for `Evaluation.with_runs`."""
         to = int(self.record["to"])
         return {sid: to for ids in self.record["samples"].values() for sid in ids}
 
@@ -165,8 +165,8 @@ def all_same_prompts(
     the pass-rate prior the deepening pins is the one of 0/1 scores."""
     import polars as pl
 
-    rows = store.rollouts(["sample_id", "run_idx", "score", "error"]).filter(
-        (pl.col("run_idx") < runs) & pl.col("sample_id").is_in(list(sample_ids))
+    rows = store.rollouts(["sample_id", "rollout_idx", "score", "error"]).filter(
+        (pl.col("rollout_idx") < runs) & pl.col("sample_id").is_in(list(sample_ids))
     )
     scored = rows.filter(pl.col("error").is_null())
     if not scored.select(pl.col("score").is_in([0.0, 1.0]).all()).item():

@@ -4,7 +4,7 @@
 name and its options, sampling, adaptive settings): `curate eval` parses its flags
 into one and calls `evaluate` (or `estimate_eval` for --dry-run), exactly as Python
 callers do. `evaluate` loads the data, opens the backend and hands an `Evaluation`
-(curate/engine/spec.py) to `run_eval` or `run_adaptive`."""
+(curate/evaluation/spec.py) to `run_eval` or `run_adaptive`."""
 
 from __future__ import annotations
 
@@ -33,15 +33,15 @@ from curate.data.samples import (
     load_samples,
     prompts_by_id,
 )
-from curate.engine.adaptive import DEFAULT_ROUND_SIZE, AdaptivePolicy, run_adaptive
-from curate.engine.deepen import DeepenPlan, deepen_request, plan_deepen, with_record
-from curate.engine.preflight import DEFAULT_MAX_BAD_FRACTION, Preflight, preflight
-from curate.engine.progress import Progress
-from curate.engine.runner import EvalResult, run_eval
-from curate.engine.settings import SCORE_KEYS, EvalSettings, score_differences
-from curate.engine.sharding import record_shard, shard_frame
-from curate.engine.spec import Evaluation
 from curate.errors import CurateError, RunError, UsageError
+from curate.evaluation.adaptive import DEFAULT_ROUND_SIZE, AdaptivePolicy, run_adaptive
+from curate.evaluation.deepen import DeepenPlan, deepen_request, plan_deepen, with_record
+from curate.evaluation.preflight import DEFAULT_MAX_BAD_FRACTION, Preflight, preflight
+from curate.evaluation.progress import Progress
+from curate.evaluation.runner import EvalResult, run_eval
+from curate.evaluation.settings import SCORE_KEYS, EvalSettings, score_differences
+from curate.evaluation.sharding import record_shard, shard_frame
+from curate.evaluation.spec import Evaluation
 from curate.graders.judge import JudgeConfig, judge_settings_of, judge_usage_of, merge_usage
 from curate.graders.registry import grader_kind
 from curate.store.run_dir import PairTally, RolloutStore, set_aside_corrupt_shards
@@ -103,7 +103,7 @@ class EvalOptions:
     # The backend's options: its schema object (VllmOptions, OpenAIOptions, FakeOptions)
     # or a mapping of the options given, validated against that schema.
     engine_options: BackendOptions | dict[str, Any] = field(default_factory=dict)
-    # Adaptive evaluation (curate/engine/adaptive/); the others need adaptive=True.
+    # Adaptive evaluation (curate/evaluation/adaptive/); the others need adaptive=True.
     adaptive: bool = False
     round_size: int | None = None
     max_runs: int | None = None  # default: `runs`, or no cap with a budget
@@ -115,7 +115,7 @@ class EvalOptions:
     deepen: int | None = None
     deepen_to: int | None = None
     deepen_stratum: str | None = None  # None: both strata, K split in proportion
-    # Grading (curate/engine/preflight.py): how references are read (one of
+    # Grading (curate/evaluation/preflight.py): how references are read (one of
     # curate.graders.references.EXTRACT_MODES), the share of references the grader may
     # fail to use before the run refuses to start, the per-call deadline of graders in
     # worker processes, and a continuous reward's (low, high) range.
@@ -138,7 +138,7 @@ class EvalOptions:
     # counted: curate.core.reasoning.TRUNCATION_POLICIES.
     truncation: str = DEFAULT_TRUNCATION
     # The longest prompt plus max_tokens checked against the model's context window
-    # before anything starts (curate/engine/context.py).
+    # before anything starts (curate/evaluation/context.py).
     context_check: bool = True
     # This process's share of an array job (curate/core/shards.py); None: every sample.
     shard: ShardSpec | None = None
@@ -257,7 +257,7 @@ def evaluate(
     `status` receives a line when a local engine starts and when it is ready. Ctrl-C
     raises `Interrupted` (a KeyboardInterrupt) saying how many rollouts are stored."""
     if opts.runs < 1:
-        raise UsageError("--runs must be at least 1")
+        raise UsageError("--rollouts must be at least 1")
     if opts.truncation not in TRUNCATION_POLICIES:
         raise UsageError(
             f"--truncated must be one of {', '.join(TRUNCATION_POLICIES)}, not {opts.truncation!r}"
@@ -293,7 +293,7 @@ def _check_context(opts: EvalOptions, pf: Preflight) -> None:
     """Refuse (UsageError, before anything is written) a run whose longest prompt plus
     max_tokens does not fit the model's context window."""
     from curate.data.samples import build_prompts
-    from curate.engine.context import check_context
+    from curate.evaluation.context import check_context
 
     mode = opts.known_mode() or "chat"
     prompts = build_prompts(pf.frame, pf.fields, mode, system=opts.system, source=opts.data)
@@ -526,7 +526,7 @@ def _started_backend(
 def _stored_count(store: RolloutStore) -> int:
     """Rollouts on disk (0 when they cannot be read: the message must still print)."""
     try:
-        return store.rollouts(["sample_id", "run_idx"]).height if store.shard_paths() else 0
+        return store.rollouts(["sample_id", "rollout_idx"]).height if store.shard_paths() else 0
     except Exception:
         return 0
 
@@ -551,7 +551,7 @@ def adaptive_policy(opts: EvalOptions) -> AdaptivePolicy | None:
     """The adaptive policy the options ask for (None: a fixed-N run)."""
     extras = {
         "--round-size": opts.round_size,
-        "--max-runs": opts.max_runs,
+        "--max-rollouts": opts.max_runs,
         "--budget": opts.budget,
         "--balanced": opts.balanced,
     }
@@ -560,7 +560,7 @@ def adaptive_policy(opts: EvalOptions) -> AdaptivePolicy | None:
         if given:
             raise UsageError(f"{', '.join(given)} only apply with --adaptive")
         return None
-    # Without a budget the cap is --runs, so `--adaptive -n 8` never does more than
+    # Without a budget the cap is --rollouts, so `--adaptive -n 8` never does more than
     # `-n 8` would; with a budget, hard samples may go deeper unless capped.
     cap = opts.max_runs if opts.max_runs is not None else (None if opts.budget else opts.runs)
     return AdaptivePolicy(

@@ -32,7 +32,7 @@ DEFAULT_CHUNK_SIZE = 512
 class Evaluation:
     """What to draw and how to grade it.
 
-    `runs` is one count for every sample (run_idx 0..runs-1), or a per-sample target
+    `runs` is one count for every sample (rollout_idx 0..runs-1), or a per-sample target
     (an adaptive round); a sample missing from that mapping draws nothing.
     """
 

@@ -3,7 +3,7 @@ so `report`, `compare`, `plot` and `filter` read them like runs of `curate eval`
 
 The rollouts of a step are matched to the curated data set's samples by prompt text
 (`curate.trainers.match`); within a step a sample's rollouts are numbered in file order
-(run_idx 0, 1, ...). Scores are the trainer's own, in [0, 1] or mapped onto it from
+(rollout_idx 0, 1, ...). Scores are the trainer's own, in [0, 1] or mapped onto it from
 `score_range`; the raw value is kept in `raw_score`.
 """
 
@@ -278,7 +278,7 @@ def _rollouts(
     rollouts = pl.DataFrame(
         {
             "sample_id": rows["sample_id"],
-            "run_idx": rows.select(pl.int_range(pl.len()).over("sample_id"))
+            "rollout_idx": rows.select(pl.int_range(pl.len()).over("sample_id"))
             .to_series()
             .cast(pl.Int32),
             "score": scores,

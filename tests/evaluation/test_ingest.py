@@ -71,7 +71,7 @@ def verl_dir(tmp_path: Path) -> Path:
 
 
 def read_rollouts(run: Path) -> pl.DataFrame:
-    return pl.read_parquet(run / "rollouts" / "*.parquet").sort("sample_id", "run_idx")
+    return pl.read_parquet(run / "rollouts" / "*.parquet").sort("sample_id", "rollout_idx")
 
 
 def test_verl_steps_become_runs(verl_dir: Path, tmp_path: Path) -> None:
@@ -85,8 +85,8 @@ def test_verl_steps_become_runs(verl_dir: Path, tmp_path: Path) -> None:
     assert sorted(step1["sample_id"].unique().to_list()) == sorted(ids)
     assert (
         step1.group_by("sample_id")
-        .agg(pl.col("run_idx").sort())
-        .sort("sample_id")["run_idx"]
+        .agg(pl.col("rollout_idx").sort())
+        .sort("sample_id")["rollout_idx"]
         .to_list()
         == [[0, 1, 2, 3]] * 6
     )
@@ -141,7 +141,7 @@ def test_steps_pooling_and_selection(verl_dir: Path, tmp_path: Path) -> None:
     )
     assert pooled.exit_code == 0, pooled.stderr
     both = read_rollouts(tmp_path / "a" / "steps-000001-000002")
-    assert both.height == 48 and both["run_idx"].max() == 7
+    assert both.height == 48 and both["rollout_idx"].max() == 7
     only2 = invoke_curate("ingest", verl_dir, "--data", DATA, "-o", tmp_path / "b", "--steps", "2:")
     assert only2.exit_code == 0, only2.stderr
     assert [p.name for p in sorted((tmp_path / "b").glob("step-*"))] == ["step-000002"]

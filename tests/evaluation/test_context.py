@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from curate.backends.context import local_window, lower_bound
-from curate.engine.context import ContextCheck
+from curate.evaluation.context import ContextCheck
 from tests.conftest import ARITHMETIC, TINY_MODEL, invoke_curate
 
 

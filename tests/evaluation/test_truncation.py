@@ -13,9 +13,9 @@ import pytest
 from curate.analysis import load_analysis
 from curate.backends.base import Generation, GenerationRequest
 from curate.core.rollout import ROLLOUT_FIELDS
-from curate.engine.evaluate import evaluate
-from curate.engine.runner import grade_generations
 from curate.errors import UsageError
+from curate.evaluation.evaluate import evaluate
+from curate.evaluation.runner import grade_generations
 from curate.graders import get_grader
 from curate.store.run_dir import RolloutStore
 from curate.store.schema import rollout_schema
@@ -181,7 +181,7 @@ def test_run_written_before_the_reasoning_columns_still_reads(tmp_path: Path) ->
         pl.DataFrame(
             {
                 "sample_id": ["a", "b"],
-                "run_idx": [0, 0],
+                "rollout_idx": [0, 0],
                 "score": [1.0, 0.0],
                 "completion": ["<think>r</think>4", "5"],
                 "truncated": [False, True],
@@ -190,7 +190,7 @@ def test_run_written_before_the_reasoning_columns_still_reads(tmp_path: Path) ->
         .select(
             [
                 pl.col(n)
-                if n in ("sample_id", "run_idx", "score", "completion", "truncated")
+                if n in ("sample_id", "rollout_idx", "score", "completion", "truncated")
                 else pl.lit(None).alias(n)
                 for n in before
             ]

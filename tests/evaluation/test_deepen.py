@@ -27,10 +27,10 @@ from curate.core.deepen import (
     split_k,
 )
 from curate.core.settled import SETTLED_COLUMN
-from curate.engine.deepen import plan_deepen
-from curate.engine.evaluate import EvalOptions, Interrupted, evaluate
-from curate.engine.progress import NullProgress, OutcomeTally
 from curate.errors import UsageError
+from curate.evaluation.deepen import plan_deepen
+from curate.evaluation.evaluate import EvalOptions, Interrupted, evaluate
+from curate.evaluation.progress import NullProgress, OutcomeTally
 from curate.report.build import build_report
 from curate.store.run_dir import RolloutStore
 from curate.store.scores import load_scores
@@ -124,9 +124,9 @@ def test_deepening_a_block_at_zero_narrows_the_multiplier_around_the_truth(
 
     # The prior saw the deepening rows; per-sample readers did not.
     rows = load_scores(opts.run_dir()).rollouts
-    assert rows["run_idx"].max() == N - 1
+    assert rows["rollout_idx"].max() == N - 1
     every = load_scores(opts.run_dir(), deepening=True).rollouts
-    deepened = every.filter(pl.col("run_idx") >= N)
+    deepened = every.filter(pl.col("rollout_idx") >= N)
     assert set(deepened["sample_id"].unique().to_list()) == set(chosen)
 
 
@@ -152,7 +152,7 @@ def test_an_interrupted_deepen_resumes_its_own_choice(tmp_path: Path) -> None:
     again = evaluate(deep)  # nothing left: nothing drawn, the record kept once
     assert again.result.rollouts == 0
     assert len(store.read_manifest()["deepen"]) == 1
-    stored = store.rollouts(["sample_id", "run_idx"])
+    stored = store.rollouts(["sample_id", "rollout_idx"])
     per = stored.group_by("sample_id").agg(pl.len().alias("n"))
     chosen = set(record["samples"][INCORRECT] + record["samples"][CORRECT])
     assert len(chosen) == 12

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from curate.engine.estimate import _token_counter, estimate_eval, prompt_token_estimate
-from curate.engine.evaluate import evaluate
 from curate.errors import UsageError
+from curate.evaluation.estimate import _token_counter, estimate_eval, prompt_token_estimate
+from curate.evaluation.evaluate import evaluate
 from tests.conftest import TINY_MODEL
-from tests.engine.conftest import fake_options
+from tests.evaluation.conftest import fake_options
 
 _opts = partial(fake_options, runs=4, max_tokens=8)
 
@@ -110,7 +110,7 @@ def test_options_are_checked_as_the_run_checks_them(arithmetic_jsonl: Path, tmp_
     out = tmp_path / "run"
     with pytest.raises(UsageError, match="only apply with --adaptive"):
         estimate_eval(_opts(arithmetic_jsonl, out, budget=30))
-    with pytest.raises(UsageError, match="--max-runs must be at least 1"):
+    with pytest.raises(UsageError, match="--max-rollouts must be at least 1"):
         estimate_eval(_opts(arithmetic_jsonl, out, adaptive=True, max_runs=0))
 
 

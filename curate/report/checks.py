@@ -1,4 +1,4 @@
-"""CI gates on a data-set summary: each names itself when it fails."""
+"""CI checks on a data-set summary: each names itself when it fails."""
 
 from __future__ import annotations
 
@@ -8,25 +8,25 @@ from curate.stats.dataset import DatasetSummary
 
 
 @dataclass(frozen=True)
-class GateResult:
+class CheckResult:
     name: str
     passed: bool
     message: str
 
 
-def evaluate_gates(
+def evaluate_checks(
     summary: DatasetSummary,
     *,
     fail_under_signal: float | None = None,
     max_error_rate: float | None = None,
-) -> list[GateResult]:
-    """Check the requested gates; an unrequested gate is not listed."""
-    results: list[GateResult] = []
+) -> list[CheckResult]:
+    """Check the requested checks; an unrequested check is not listed."""
+    results: list[CheckResult] = []
     if fail_under_signal is not None:
         share = summary.high_variance_fraction
         ok = share >= fail_under_signal
         results.append(
-            GateResult(
+            CheckResult(
                 "fail-under-signal",
                 ok,
                 f"high-variance share {share:.1%} {'>=' if ok else '<'} "
@@ -37,7 +37,7 @@ def evaluate_gates(
         rate = summary.error_rate
         ok = rate <= max_error_rate
         results.append(
-            GateResult(
+            CheckResult(
                 "max-error-rate",
                 ok,
                 f"error rate {rate:.2%} ({summary.errors} of {summary.rollouts} rollouts) "

@@ -1,8 +1,8 @@
 """The evaluation engine: plan the missing rollouts, generate in chunks, grade,
 and write each chunk as a shard as soon as it is done. The run directory is the
-cache: a re-run does only the (sample_id, run_idx) pairs that are not stored.
+cache: a re-run does only the (sample_id, rollout_idx) pairs that are not stored.
 
-`run_eval(store, evaluation)` draws what an `Evaluation` (curate/engine/spec.py)
+`run_eval(store, evaluation)` draws what an `Evaluation` (curate/evaluation/spec.py)
 describes; the adaptive driver calls it once per round."""
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ from curate.core.rollout import Rollout, rollout_columns
 from curate.core.seeds import derive_seed
 from curate.core.settled import SETTLED_COLUMN, settled_error_expr
 from curate.data.sanity import ANSWER_GRADERS, FormWatch, index_column
-from curate.engine.progress import NullProgress, OutcomeTally, Progress
-from curate.engine.spec import DEFAULT_CHUNK_SIZE, Evaluation, evaluation_of
 from curate.errors import CurateError, RunError, one_line
+from curate.evaluation.progress import NullProgress, OutcomeTally, Progress
+from curate.evaluation.spec import DEFAULT_CHUNK_SIZE, Evaluation, evaluation_of
 from curate.graders import Grader
 from curate.graders.base import SampleContext, grade, needs_context, sees_reasoning
 from curate.store.run_dir import RolloutStore
@@ -58,7 +58,7 @@ __all__ = [
 # A streaming backend's finished rollouts reach disk at least this often.
 FLUSH_SECONDS = 2.0
 # What planning needs of the stored rollouts.
-OUTCOME_COLUMNS = ("sample_id", "run_idx", "score", "error", SETTLED_COLUMN)
+OUTCOME_COLUMNS = ("sample_id", "rollout_idx", "score", "error", SETTLED_COLUMN)
 # What a grader's failure on one rollout looks like in the store's `error` column.
 GRADER_ERROR_PREFIX = "grader: "
 # The early stop (`GradingWatch`): judged on the first chunk, or on the first
@@ -167,7 +167,7 @@ def sample_contexts(
 
 
 def target_runs(runs: int | Mapping[str, int], sample_id: str) -> int:
-    """How many runs (run_idx 0..target-1) a sample should have; 0 when not listed."""
+    """How many runs (rollout_idx 0..target-1) a sample should have; 0 when not listed."""
     if isinstance(runs, int):
         return runs
     return int(runs.get(sample_id, 0))
@@ -256,7 +256,7 @@ def grade_generations(
         for offset, gen in enumerate(gens):
             record = Rollout(
                 sample_id=req.sample_id,
-                run_idx=req.first_run + offset,
+                rollout_idx=req.first_run + offset,
                 error=gen.error,
                 finish_reason=gen.finish_reason,
                 truncated=gen.finish_reason == "length",
@@ -402,12 +402,12 @@ def run_eval(
     stored: pl.DataFrame | None = None,
     **fields: Any,
 ) -> EvalResult:
-    """Generate and grade every missing (sample_id, run_idx) with run_idx below the
+    """Generate and grade every missing (sample_id, rollout_idx) with rollout_idx below the
     evaluation's run count (or per-sample target).
 
     `fields` are the Evaluation's own, for callers that spell them out
     (`run_eval(store, backend=..., grader=..., ...)`). `stored` is the store's
-    de-duplicated rollouts (sample_id, run_idx, score, error) when the caller has just
+    de-duplicated rollouts (sample_id, rollout_idx, score, error) when the caller has just
     read them (the adaptive loop does, every round), to save a second read.
     """
     import polars as pl
@@ -421,17 +421,17 @@ def run_eval(
     if existing is not None and existing.height:
         mine = existing.filter(pl.col("sample_id").is_in(list(prompts)))
         scored = mine.filter(pl.col("error").is_null())
-        sids, run_idxs = scored["sample_id"].to_list(), scored["run_idx"].to_list()
-        done = set(zip(sids, run_idxs, strict=True))
+        sids, rollout_idxs = scored["sample_id"].to_list(), scored["rollout_idx"].to_list()
+        done = set(zip(sids, rollout_idxs, strict=True))
         # An error that recurs (curate.core.settled) is not retried: the same request
         # would fail the same way.
         if SETTLED_COLUMN not in mine.columns:
             mine = mine.with_columns(pl.lit(None, dtype=pl.Boolean).alias(SETTLED_COLUMN))
         kept = mine.filter(settled_error_expr())
-        done |= set(zip(kept["sample_id"].to_list(), kept["run_idx"].to_list(), strict=True))
+        done |= set(zip(kept["sample_id"].to_list(), kept["rollout_idx"].to_list(), strict=True))
         tally.add_many(
             (s, v)
-            for s, r, v in zip(sids, run_idxs, scored["score"].to_list(), strict=True)
+            for s, r, v in zip(sids, rollout_idxs, scored["score"].to_list(), strict=True)
             if r < target_runs(runs, s)
         )
     requests = plan_requests(prompts, runs, done, ev.seed)
@@ -460,7 +460,7 @@ def run_eval(
             ev.truncation,
             ev.unusable_references,
         )
-        frame = pl.DataFrame(cols, schema_overrides={"run_idx": pl.Int32})
+        frame = pl.DataFrame(cols, schema_overrides={"rollout_idx": pl.Int32})
         store.append(frame)
         n = frame.height
         errors = [e for e in cols["error"] if e is not None]

@@ -29,7 +29,7 @@ from curate.store.run_dir import RolloutStore
 if TYPE_CHECKING:
     import polars as pl
 
-    from curate.engine.evaluate import EvalOptions
+    from curate.evaluation.evaluate import EvalOptions
 
 # The id and completion columns looked for, in order, when not named.
 ID_COLUMNS = ("sample_id", "task_id", "id", "question_id", "unique_id", "problem_id", "uid")
@@ -67,13 +67,14 @@ def read_completions(
     completion column). One-line InputErrors for what cannot be read."""
     import polars as pl
 
+    from curate.store.schema import with_current_names
     from curate.store.tables import read_table
 
     if path.suffix.lower() == ".csv":
         raise InputError("completions are read from JSON Lines or Parquet", path=path)
     if path.is_file() and path.suffix.lower() not in (".parquet", ".pq") and _blank(path):
         raise InputError("is empty: no completions", path=path)
-    frame = read_table(path)
+    frame = with_current_names(read_table(path).lazy()).collect()
     if frame.height == 0:
         raise InputError("holds no completions", path=path)
     ids = _pick(frame, id_column, ID_COLUMNS, "id", "--id-field", path)
@@ -186,8 +187,8 @@ def grade_completions(
     import polars as pl
 
     from curate.data.samples import file_sha256
-    from curate.engine.preflight import preflight
-    from curate.engine.regrade import (
+    from curate.evaluation.preflight import preflight
+    from curate.evaluation.regrade import (
         RegradeResult,
         abandon_build,
         grade_chunk,
@@ -195,8 +196,8 @@ def grade_completions(
         prepare_partial,
         swap_in,
     )
-    from curate.engine.runner import sample_contexts
-    from curate.engine.settings import EvalSettings
+    from curate.evaluation.runner import sample_contexts
+    from curate.evaluation.settings import EvalSettings
     from curate.graders.base import needs_context
     from curate.graders.judge import CACHE_FILE, judge_settings_of, judge_usage_of
 
@@ -227,7 +228,7 @@ def grade_completions(
             raise refusal
         rollouts = matched.select(
             "sample_id",
-            pl.int_range(pl.len()).over("sample_id").cast(pl.Int32).alias("run_idx"),
+            pl.int_range(pl.len()).over("sample_id").cast(pl.Int32).alias("rollout_idx"),
             "completion",
             pl.when(pl.col("completion").is_null())
             .then(pl.lit(MISSING))

@@ -9,12 +9,12 @@ import pytest
 from curate.backends.base import GenerationRequest, SamplingConfig
 from curate.backends.fake import FakeBackend
 from curate.core.seeds import derive_seed
-from curate.engine.evaluate import evaluate
-from curate.engine.runner import EvalResult, plan_requests, run_eval
 from curate.errors import UsageError
+from curate.evaluation.evaluate import evaluate
+from curate.evaluation.runner import EvalResult, plan_requests, run_eval
 from curate.graders import get_grader
 from curate.store.run_dir import RolloutStore
-from tests.engine.conftest import fake_answers, fake_options
+from tests.evaluation.conftest import fake_answers, fake_options
 
 
 def test_derive_seed_is_stable_and_distinct() -> None:
@@ -47,7 +47,7 @@ def test_eval_writes_every_pair_once_and_grades(arithmetic_jsonl: Path, tmp_path
     assert outcome.result.rollouts == 12 * 4
     frame = _pairs(run)
     assert frame.height == 48
-    assert frame.select(pl.struct("sample_id", "run_idx").is_unique().all()).item()
+    assert frame.select(pl.struct("sample_id", "rollout_idx").is_unique().all()).item()
     by = frame.group_by("sample_id").agg(pl.col("score").mean()).sort("sample_id")
     means = dict(by.rows())
     assert means["q00"] == 0.0 and means["q01"] == 1.0  # rate 0 and rate 1
@@ -63,16 +63,16 @@ def test_rerun_is_a_no_op_and_more_runs_add_only_new(
 ) -> None:
     run = tmp_path / "run"
     evaluate(_opts(arithmetic_jsonl, run))
-    first = _pairs(run).sort("sample_id", "run_idx")
+    first = _pairs(run).sort("sample_id", "rollout_idx")
     again = evaluate(_opts(arithmetic_jsonl, run))
     assert again.result.rollouts == 0 and again.result.skipped == 48
     more = evaluate(_opts(arithmetic_jsonl, run, runs=6))
     assert more.result.rollouts == 12 * 2
-    frame = _pairs(run).sort("sample_id", "run_idx")
+    frame = _pairs(run).sort("sample_id", "rollout_idx")
     assert frame.height == 72
-    old = frame.filter(pl.col("run_idx") < 4)
-    assert old.select("sample_id", "run_idx", "completion").equals(
-        first.select("sample_id", "run_idx", "completion")
+    old = frame.filter(pl.col("rollout_idx") < 4)
+    assert old.select("sample_id", "rollout_idx", "completion").equals(
+        first.select("sample_id", "rollout_idx", "completion")
     )
 
 
@@ -126,7 +126,7 @@ def test_failed_rollouts_are_error_rows_and_resume_fills_them(
 
 def test_grader_crash_is_recorded_as_error(tmp_path: Path) -> None:
     from curate.backends.base import Generation
-    from curate.engine.runner import grade_generations
+    from curate.evaluation.runner import grade_generations
 
     class Boom:
         name = "boom"
@@ -195,7 +195,7 @@ def test_heartbeats_flush_buffered_rollouts_while_the_stream_waits(
     import time as _time
 
     from curate.backends.base import Generation
-    from curate.engine import runner
+    from curate.evaluation import runner
 
     monkeypatch.setattr(runner, "FLUSH_SECONDS", 0.05)
     store = RolloutStore(tmp_path / "run")

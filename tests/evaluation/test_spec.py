@@ -15,7 +15,8 @@ from curate.backends.fake import FakeBackend, FakeOptions
 from curate.backends.openai_options import OpenAIOptions
 from curate.backends.registry import backend_options, open_backend
 from curate.backends.vllm_options import VllmOptions
-from curate.engine.adaptive import (
+from curate.errors import UsageError
+from curate.evaluation.adaptive import (
     AdaptivePolicy,
     Observation,
     SampleState,
@@ -23,14 +24,13 @@ from curate.engine.adaptive import (
     run_adaptive,
     run_rounds,
 )
-from curate.engine.evaluate import evaluate
-from curate.engine.runner import run_eval
-from curate.engine.spec import Evaluation
-from curate.errors import UsageError
+from curate.evaluation.evaluate import evaluate
+from curate.evaluation.runner import run_eval
+from curate.evaluation.spec import Evaluation
 from curate.exports import FORMATS, get_format
 from curate.graders import get_grader
 from curate.store.run_dir import RolloutStore
-from tests.engine.conftest import fake_answers, fake_options
+from tests.evaluation.conftest import fake_answers, fake_options
 
 
 def _evaluation(data: Path, **fields: object) -> Evaluation:
@@ -57,7 +57,7 @@ def test_run_eval_takes_an_evaluation_or_its_fields(arithmetic_jsonl: Path, tmp_
     assert one.rollouts == two.rollouts == 12 * 3
     a = RolloutStore(tmp_path / "a").rollouts().drop("latency_s")
     b = RolloutStore(tmp_path / "b").rollouts().drop("latency_s")
-    assert a.sort("sample_id", "run_idx").equals(b.sort("sample_id", "run_idx"))
+    assert a.sort("sample_id", "rollout_idx").equals(b.sort("sample_id", "rollout_idx"))
     with pytest.raises(TypeError, match="not both"):
         run_eval(RolloutStore(tmp_path / "c"), ev, seed=1)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from curate.engine import progress as progress_mod
-from curate.engine.progress import OutcomeTally, PlainProgress
+from curate.evaluation import progress as progress_mod
+from curate.evaluation.progress import OutcomeTally, PlainProgress
 
 
 def test_rate_counts_only_rollouts_generated_by_this_run(

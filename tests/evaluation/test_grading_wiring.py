@@ -13,10 +13,11 @@ import pytest
 
 from curate.backends.base import Generation, GenerationRequest
 from curate.backends.fake import FakeBackend
-from curate.engine.evaluate import evaluate
-from curate.engine.preflight import apply_local_template, parse_score_range, shown_prompt
-from curate.engine.progress import error_summary
-from curate.engine.runner import (
+from curate.errors import RunError, UsageError
+from curate.evaluation.evaluate import evaluate
+from curate.evaluation.preflight import apply_local_template, parse_score_range, shown_prompt
+from curate.evaluation.progress import error_summary
+from curate.evaluation.runner import (
     WATCH_MIN,
     WATCH_ROLLOUTS,
     GradingWatch,
@@ -24,8 +25,7 @@ from curate.engine.runner import (
     run_eval,
     sample_contexts,
 )
-from curate.engine.settings import extract_mode_of, score_differences
-from curate.errors import RunError, UsageError
+from curate.evaluation.settings import extract_mode_of, score_differences
 from curate.graders import GradeResult, get_grader
 from curate.store.run_dir import RolloutStore
 from curate.store.schema import rollout_schema
@@ -257,7 +257,7 @@ def test_verl_reward_gets_each_rows_fields_and_its_raw_score_is_kept(tmp_path: P
         )
     )
     assert outcome.result.errors == 0, outcome.result.error_messages
-    stored = RolloutStore(out).rollouts().sort("sample_id", "run_idx")
+    stored = RolloutStore(out).rollouts().sort("sample_id", "rollout_idx")
     assert sorted(set(stored["raw_score"].to_list())) == [2.0, 10.0]
     assert sorted(set(stored["score"].to_list())) == [0.2, 1.0]
     manifest = RolloutStore(out).read_manifest()
@@ -303,10 +303,10 @@ def test_shards_written_before_raw_score_still_read(tmp_path: Path) -> None:
     # A shard as the version before raw_score wrote it: every other column.
     before = {name: dtype for name, dtype in rollout_schema().items() if name != "raw_score"}
     old = (
-        pl.DataFrame({"sample_id": ["a", "b"], "run_idx": [0, 0], "score": [1.0, 0.0]})
+        pl.DataFrame({"sample_id": ["a", "b"], "rollout_idx": [0, 0], "score": [1.0, 0.0]})
         .select(
             [
-                pl.col(n) if n in ("sample_id", "run_idx", "score") else pl.lit(None).alias(n)
+                pl.col(n) if n in ("sample_id", "rollout_idx", "score") else pl.lit(None).alias(n)
                 for n in before
             ]
         )
@@ -314,7 +314,7 @@ def test_shards_written_before_raw_score_still_read(tmp_path: Path) -> None:
     )
     old.write_parquet(store.rollouts_dir / "part-00000000000000000001-1-000000.parquet")
     store.append(
-        pl.DataFrame({"sample_id": ["a"], "run_idx": [1], "score": [0.5], "raw_score": [5.0]})
+        pl.DataFrame({"sample_id": ["a"], "rollout_idx": [1], "score": [0.5], "raw_score": [5.0]})
     )
     frame = store.rollouts()
     assert frame["raw_score"].to_list() == [None, 5.0, None]
