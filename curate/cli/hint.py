@@ -12,6 +12,7 @@ import typer
 
 from curate.cli.errors import handle_errors
 from curate.errors import UsageError
+from curate.hinting.summary import DEFAULT_BAND
 
 
 @handle_errors
@@ -47,7 +48,7 @@ def hint(
             metavar="LOW,HIGH",
             help="The pass-rate band around 1/2 a recommended level falls in.",
         ),
-    ] = "0.25,0.75",
+    ] = f"{DEFAULT_BAND[0]:g},{DEFAULT_BAND[1]:g}",
     hint_model: Annotated[
         str | None,
         typer.Option(

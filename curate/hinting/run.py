@@ -54,7 +54,6 @@ class HintRequest:
     stratum: str = INCORRECT
     group_size: int | None = None  # None: the run's N
     band: tuple[float, float] = DEFAULT_BAND
-    chunk_size: int = 256
     engine_log: bool = True
     engine_options: dict[str, Any] = field(default_factory=dict)  # over the run's own
     # Hints written by this model (None: the templates), through this backend (None: the
@@ -317,7 +316,6 @@ def eval_options(request: HintRequest, plan: HintPlan) -> Any:
         grader_timeout=float(m.get("grader_timeout_s") or 10.0),
         score_range=tuple(score_range) if score_range else None,
         truncation=str(m.get("truncation") or "grade"),
-        chunk_size=request.chunk_size,
         engine_log=request.engine_log,
     )
 
