@@ -7,6 +7,14 @@ saved in Hugging Face format (safetensors) so both `transformers` and vLLM (CPU 
     python scripts/train_tiny_model.py                   # writes sample_data/tiny-math/
     python scripts/train_tiny_model.py --out /tmp/m --seed 1 --steps 600
     python scripts/train_tiny_model.py --think           # writes sample_data/tiny-think/
+    python scripts/train_tiny_model.py --hint-steps 1000 # + a stage that teaches hints
+
+`--hint-steps K` continues the trained model for K more steps on the original mix replayed
+plus hinted problems (`What is 852 * 66?\nHint: the answer starts with 562`, the hint
+`curate hint` writes from an answer-only reference: `curate.hinting.templates`), so that a
+hint moves the pass rate of a problem the model fails. `--init DIR` starts that stage from
+saved weights instead of training the base from scratch (the base is deterministic, so
+`--init` of the saved base and a run from scratch give the same stage).
 
 `--think` trains the reasoning variant: the answer is preceded by a worked
 `<think>...</think>` block (column arithmetic with carries and borrows, 15-70 characters), and
@@ -159,6 +167,37 @@ def think_answer(question: str, answer: str) -> str:
     return f"{THINK_TOKENS[0]}{thought}{THINK_TOKENS[1]}{answer}"
 
 
+# The hinted problems of the --hint-steps stage: the bands the model fails or half-solves,
+# and the bigger ones of sample_data/arithmetic.jsonl (so that a hint can rescue them).
+HINT_MIX = [
+    ("+", 2, 2, 1),
+    ("-", 2, 2, 1),
+    ("*", 1, 1, 1),
+    ("*", 2, 1, 2),
+    ("+", 3, 3, 2),
+    ("-", 3, 3, 2),
+    ("*", 2, 2, 2),
+    ("*", 3, 2, 2),
+]
+# The hinted share of a --hint-steps batch: the rest replays the base mix.
+HINT_SHARE = 0.375
+
+
+def answer_prefix(answer: str, level: int) -> str | None:
+    """The leading digits a level-`level` hint shows: ceil(level * len / 4) of them, never
+    the whole answer (None for a one-digit answer). Must match `curate.hinting.templates`."""
+    n = min(len(answer) - 1, -(-level * len(answer) // 4))
+    return answer[:n] if n >= 1 else None
+
+
+def hinted_question(question: str, answer: str, level: int) -> str:
+    """The question with its level-`level` hint, as `curate hint` writes it."""
+    prefix = answer_prefix(answer, level)
+    if prefix is None:
+        return question
+    return f"{question}\nHint: the answer starts with {prefix}"
+
+
 def build_tokenizer(think: bool = False):
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
@@ -199,13 +238,22 @@ def encode_example(tok, question: str, answer: str) -> tuple[list[int], int]:
 
 
 def make_batch(
-    tok, rng: random.Random, batch_size: int, think: bool = False
+    tok, rng: random.Random, batch_size: int, think: bool = False, hinted: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """`batch_size` examples of the base mix, the last `hinted` of them hinted problems."""
     mix = THINK_MIX if think else TRAIN_MIX
     kinds = [(op, da, db) for op, da, db, _ in mix]
     weights = [w for *_, w in mix]
+    hint_kinds = [(op, da, db) for op, da, db, _ in HINT_MIX]
+    hint_weights = [w for *_, w in HINT_MIX]
     seqs = []
-    for _ in range(batch_size):
+    for i in range(batch_size):
+        if i >= batch_size - hinted:
+            op, da, db = rng.choices(hint_kinds, weights=hint_weights)[0]
+            question, answer = make_problem(rng, op, da, db)
+            question = hinted_question(question, answer, rng.randint(1, 3))
+            seqs.append(encode_example(tok, question, answer))
+            continue
         op, da, db = rng.choices(kinds, weights=weights)[0]
         question, answer = make_problem(rng, op, da, db)
         if think:
@@ -278,6 +326,50 @@ def make_portable(out: Path) -> None:
         f.chmod(0o644)  # safetensors creates its file with mode 0600
 
 
+def train_stage(
+    model,
+    tok,
+    rng: random.Random,
+    args: argparse.Namespace,
+    steps: int,
+    lr: float,
+    *,
+    think: bool = False,
+    hinted: int = 0,
+) -> float:
+    """`steps` AdamW steps (warm-up over the first 5%, cosine decay to 5% of `lr`);
+    returns the final running loss."""
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
+    warmup = max(1, steps // 20)
+
+    def lr_at(step: int) -> float:
+        if step < warmup:
+            return lr * (step + 1) / warmup
+        frac = (step - warmup) / max(1, steps - warmup)
+        return lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * frac)))
+
+    t0 = time.perf_counter()
+    running = None
+    for step in range(steps):
+        input_ids, labels = make_batch(tok, rng, args.batch_size, think=think, hinted=hinted)
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step)
+        loss = model(
+            input_ids=input_ids, attention_mask=input_ids != tok.pad_token_id, labels=labels
+        ).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        running = loss.item() if running is None else 0.95 * running + 0.05 * loss.item()
+        if step % 100 == 0 or step == steps - 1:
+            el = time.perf_counter() - t0
+            print(
+                f"step {step:5d}  loss {running:.4f}  lr {lr_at(step):.2e}  {el:6.1f}s", flush=True
+            )
+    return running if running is not None else 0.0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
@@ -298,7 +390,23 @@ def main() -> None:
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--heads", type=int, default=2)
     ap.add_argument("--intermediate", type=int, default=384)
+    ap.add_argument(
+        "--hint-steps",
+        type=int,
+        default=0,
+        help="then continue this many steps on the base mix replayed plus hinted problems",
+    )
+    ap.add_argument("--hint-lr", type=float, default=3e-4, help="peak lr of the hint stage")
+    ap.add_argument(
+        "--init",
+        default=None,
+        help="start the hint stage from these saved weights (skips the base training)",
+    )
     args = ap.parse_args()
+    if args.think and args.hint_steps:
+        raise SystemExit("--hint-steps trains tiny-math, not the --think model")
+    if args.init is not None and not args.hint_steps:
+        raise SystemExit("--init only applies with --hint-steps")
 
     torch.set_num_threads(2)
     torch.manual_seed(args.seed)
@@ -312,39 +420,28 @@ def main() -> None:
         args.out = str(ROOT / "sample_data" / ("tiny-think" if args.think else "tiny-math"))
     config = tiny_llama_config(tok, args, tie_word_embeddings=True)
     vocab_size = config.vocab_size
-    model = LlamaForCausalLM(config)
+    if args.init is not None:
+        model = LlamaForCausalLM.from_pretrained(args.init, dtype=torch.float32)
+        print(f"base: {args.init} (not trained again)")
+    else:
+        model = LlamaForCausalLM(config)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"params: {n_params:,}  vocab: {len(tok)} (padded to {vocab_size})")
-
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01, betas=(0.9, 0.98))
-    warmup = max(1, args.steps // 20)
-
-    def lr_at(step: int) -> float:
-        if step < warmup:
-            return args.lr * (step + 1) / warmup
-        frac = (step - warmup) / max(1, args.steps - warmup)
-        return args.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * frac)))
 
     model.train()
     t_train = time.perf_counter()
     running = None
-    for step in range(args.steps):
-        input_ids, labels = make_batch(tok, rng, args.batch_size, think=args.think)
-        for g in opt.param_groups:
-            g["lr"] = lr_at(step)
-        loss = model(
-            input_ids=input_ids, attention_mask=input_ids != tok.pad_token_id, labels=labels
-        ).loss
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        running = loss.item() if running is None else 0.95 * running + 0.05 * loss.item()
-        if step % 100 == 0 or step == args.steps - 1:
-            el = time.perf_counter() - t_train
-            print(
-                f"step {step:5d}  loss {running:.4f}  lr {lr_at(step):.2e}  {el:6.1f}s", flush=True
-            )
+    if args.init is None:
+        running = train_stage(model, tok, rng, args, args.steps, args.lr, think=args.think)
+    hint_running = None
+    if args.hint_steps:
+        # Its own seeds, so that the stage is the same after --init as after a base run.
+        torch.manual_seed(args.seed + 1)
+        hint_rng = random.Random(args.seed + 1)
+        hinted = round(args.batch_size * HINT_SHARE)
+        hint_running = train_stage(
+            model, tok, hint_rng, args, args.hint_steps, args.hint_lr, hinted=hinted
+        )
     train_s = time.perf_counter() - t_train
 
     out = Path(args.out)
@@ -368,7 +465,11 @@ def main() -> None:
         "batch_size": args.batch_size,
         "seed": args.seed,
         "think": args.think,
-        "final_loss": round(running or 0.0, 4),
+        "hint_steps": args.hint_steps,
+        "hint_lr": args.hint_lr if args.hint_steps else None,
+        "init": args.init,
+        "final_loss": round(running, 4) if running is not None else None,
+        "final_hint_stage_loss": round(hint_running, 4) if hint_running is not None else None,
         "train_seconds": round(train_s, 1),
         "wall_seconds": round(total, 1),
         "cpu_seconds": round(cpu, 1),

@@ -19,6 +19,7 @@ from curate.cli import eval as eval_cmd
 from curate.cli import export as export_cmd
 from curate.cli import filter as filter_cmd
 from curate.cli import grade as grade_cmd
+from curate.cli import hint as hint_cmd
 from curate.cli import ingest as ingest_cmd
 from curate.cli import layouts as layouts_cmd
 from curate.cli import plot as plot_cmd
@@ -78,6 +79,7 @@ app.command("grade")(grade_cmd.grade_cmd)
 app.command("agree")(agree_cmd.agree)
 app.command("layouts")(layouts_cmd.layouts)
 app.command("view")(view_cmd.view)
+app.command("hint")(hint_cmd.hint)
 
 
 # Commands that hold nothing needing teardown when they return (their files are

@@ -66,3 +66,14 @@ def test_every_agree_key_is_documented(cli, tmp_path: Path) -> None:
     outcomes = {"always_correct", "always_incorrect", "mixed", "none"}
     missing = keys(body) - documented("`curate agree --format json`") - outcomes
     assert not missing, f"printed by curate agree but not in {JSON_DOC.name}: {missing}"
+
+
+def test_every_hint_key_is_documented(cli, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    assert cli(*FAKE_EVAL, "-n", "4", "-o", run).exit_code == 0
+    result = cli("hint", run, "--format", "json", "-q")
+    assert result.exit_code == 0, result.stderr
+    body = json.loads(result.stdout)
+    assert body["levels"] and body["recommended"], body  # nested entries are checked too
+    missing = keys(body) - documented("`curate hint --format json`")
+    assert not missing, f"printed by curate hint but not in {JSON_DOC.name}: {missing}"
