@@ -41,7 +41,7 @@ from curate.graders.checks import DEFAULT_MAX_BAD_FRACTION
 if TYPE_CHECKING:
     from curate.core.shards import ShardSpec
     from curate.engine import adaptive as _adaptive
-    from curate.engine.evaluate import EvalOptions
+    from curate.engine.options import EvalOptions
     from curate.engine.preflight import Preflight
 
 # The backends with flags on `curate eval`, by their --backend name.
@@ -526,7 +526,8 @@ def eval_cmd(
 ) -> None:
     """Run N rollouts per sample, grade them, and store every rollout (resumable)."""
     from curate.engine.adaptive import AdaptiveResult
-    from curate.engine.evaluate import EvalOptions, evaluate
+    from curate.engine.evaluate import evaluate
+    from curate.engine.options import EvalOptions
     from curate.engine.preflight import parse_score_range
     from curate.engine.progress import error_summary, make_progress
 
@@ -685,7 +686,7 @@ def _show_engine_log(opts: EvalOptions, exc: BaseException) -> None:
     import sys
 
     from curate.backends.engine_output import log_tail
-    from curate.engine.evaluate import engine_log_path
+    from curate.engine.options import engine_log_path
 
     log = engine_log_path(opts)
     notes = getattr(exc, "__notes__", None) or []
@@ -772,7 +773,7 @@ def _print_dry_run(
     opts: EvalOptions, price_in: float | None, price_out: float | None, *, quiet: bool = False
 ) -> None:
     from curate.engine.estimate import estimate_eval
-    from curate.engine.evaluate import adaptive_policy
+    from curate.engine.options import adaptive_policy
     from curate.engine.preflight import preflight
 
     adaptive_policy(opts)  # its option errors first, as `evaluate` does

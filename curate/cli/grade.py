@@ -322,7 +322,7 @@ def _grade_outside(
     import sys
 
     from curate.engine.completions import grade_completions
-    from curate.engine.evaluate import EvalOptions
+    from curate.engine.options import EvalOptions
     from curate.engine.preflight import parse_score_range
     from curate.engine.progress import error_summary
 

@@ -29,7 +29,7 @@ from curate.store.run_dir import RolloutStore
 if TYPE_CHECKING:
     import polars as pl
 
-    from curate.engine.evaluate import EvalOptions
+    from curate.engine.options import EvalOptions
 
 # The id and completion columns looked for, in order, when not named.
 ID_COLUMNS = ("sample_id", "task_id", "id", "question_id", "unique_id", "problem_id", "uid")

@@ -13,7 +13,7 @@ from curate.remote.settings import RemoteSettings
 
 if TYPE_CHECKING:
     from curate.core.prompts import Mode, Prompt
-    from curate.engine.evaluate import EvalOptions
+    from curate.engine.options import EvalOptions
 
 # Prompts tokenised, the longest by characters first: the longest in tokens is among
 # them unless token density varies wildly across the data set.

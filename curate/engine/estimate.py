@@ -14,7 +14,7 @@ from curate.stats.usage import cost_usd
 
 if TYPE_CHECKING:
     from curate.core.prompts import Prompt
-    from curate.engine.evaluate import EvalOptions
+    from curate.engine.options import EvalOptions
     from curate.engine.preflight import Preflight
 
 # Chat-template tokens per message (role markers, separators) when only counting text.
@@ -64,7 +64,7 @@ def estimate_eval(
     import polars as pl
 
     from curate.data.samples import build_prompts
-    from curate.engine.evaluate import adaptive_policy, check_shard_options, load_eval_samples
+    from curate.engine.options import adaptive_policy, check_shard_options, load_eval_samples
     from curate.engine.sharding import shard_frame
     from curate.store.run_dir import RolloutStore
 

@@ -21,6 +21,7 @@ from curate.core.prompts import Mode, Prompt
 from curate.data.layouts import get_layout
 from curate.data.samples import FieldMap, build_prompts, field_values, references_by_id
 from curate.data.sanity import index_warnings
+from curate.engine.options import EvalOptions, load_eval_samples
 from curate.engine.runner import sample_contexts
 from curate.errors import MissingExtraError, UsageError
 from curate.graders import Grader, get_grader
@@ -36,8 +37,6 @@ from curate.graders.registry import AS_STORED_KINDS, RANGED_KINDS, grader_kind
 
 if TYPE_CHECKING:
     import polars as pl
-
-    from curate.engine.evaluate import EvalOptions
 
 __all__ = ["DEFAULT_MAX_BAD_FRACTION", "Preflight", "parse_score_range", "preflight"]
 
@@ -273,8 +272,6 @@ def preflight(opts: EvalOptions, mode: Mode | None = None) -> Preflight:
     every reference against it. `mode` is the prompt mode when known (else the one the
     options imply, chat when unknown). Raises for bad options or data; a check above
     the allowed share is returned, not raised (`Preflight.refusal`)."""
-    from curate.engine.evaluate import load_eval_samples
-
     check_options(opts)
     frame, fields = load_eval_samples(opts)
     raw = references_by_id(frame, fields)

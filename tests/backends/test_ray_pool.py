@@ -30,7 +30,8 @@ from curate.backends.ray_pool import (
 )
 from curate.backends.vllm_options import VllmOptions
 from curate.engine.adaptive import AdaptivePolicy, run_adaptive
-from curate.engine.evaluate import EvalOptions, evaluate
+from curate.engine.evaluate import evaluate
+from curate.engine.options import EvalOptions
 from curate.engine.runner import EvalResult, run_eval
 from curate.errors import UsageError
 from curate.graders import get_grader

@@ -102,7 +102,8 @@ def test_server_sends_reasoning_apart_from_the_answer(think_server: Any) -> None
 
 
 def _evaluate(data: Path, out: Path, backend: str, engine: dict[str, Any]) -> pl.DataFrame:
-    from curate.engine.evaluate import EvalOptions, evaluate
+    from curate.engine.evaluate import evaluate
+    from curate.engine.options import EvalOptions
     from curate.store.run_dir import RolloutStore
 
     outcome = evaluate(

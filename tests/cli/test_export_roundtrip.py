@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from curate.data.samples import build_prompts
-from curate.engine.evaluate import EvalOptions
+from curate.engine.options import EvalOptions
 from curate.engine.preflight import preflight
 from tests.conftest import ROOT, Result
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from curate.engine.evaluate import EvalOptions
+from curate.engine.options import EvalOptions
 from tests.conftest import fake_eval_options
 
 

@@ -28,7 +28,8 @@ from curate.core.deepen import (
 )
 from curate.core.settled import SETTLED_COLUMN
 from curate.engine.deepen import plan_deepen
-from curate.engine.evaluate import EvalOptions, Interrupted, evaluate
+from curate.engine.evaluate import Interrupted, evaluate
+from curate.engine.options import EvalOptions
 from curate.engine.progress import NullProgress, OutcomeTally
 from curate.errors import UsageError
 from curate.report.build import build_report

@@ -23,7 +23,8 @@ import polars as pl
 import pytest
 
 from curate.engine import evaluate as evaluate_module
-from curate.engine.evaluate import EvalOptions, evaluate
+from curate.engine.evaluate import evaluate
+from curate.engine.options import EvalOptions
 from curate.store.run_dir import RolloutStore
 from tests.conftest import ROOT, TINY_MODEL
 
