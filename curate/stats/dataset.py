@@ -17,12 +17,8 @@ from curate.core.outcome import CATEGORIES
 from curate.stats import adaptive as adaptive_stats
 from curate.stats.estimators import pass_at_k
 from curate.stats.mixed import ScoreModel, mixed_curve, signature_histogram
-from curate.stats.per_sample import (
-    GROUP,
-    MULTIPLICITY,
-    pair_histogram,
-    with_multiplicity,
-)
+from curate.stats.multiplicity import MULTIPLICITY, pair_histogram, with_multiplicity
+from curate.stats.per_sample import GROUP
 
 if TYPE_CHECKING:
     import polars as pl

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias
 
 from curate.stats.estimators import choose_ratio
+from curate.stats.multiplicity import MULTIPLICITY, pair_histogram, with_multiplicity
 
 if TYPE_CHECKING:
     import polars as pl
@@ -133,8 +134,6 @@ def signature_histogram(model: ScoreModel, per_sample: pl.DataFrame) -> list[tup
     """(signature, samples) over the scored samples of `per_sample` (rows weighted by
     their multiplicity in a compressed frame), in a fixed order."""
     import polars as pl
-
-    from curate.stats.per_sample import MULTIPLICITY, pair_histogram, with_multiplicity
 
     scored = with_multiplicity(per_sample.filter(pl.col("n_rollouts") > 0))
     if model.index is None:
