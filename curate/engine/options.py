@@ -31,6 +31,7 @@ from curate.graders.registry import grader_kind
 if TYPE_CHECKING:
     import polars as pl
 
+    from curate.core.options import OptionSchema
     from curate.graders.judge import JudgeConfig
     from curate.graders.reward_model import RewardModelConfig
 
@@ -95,6 +96,9 @@ class EvalOptions:
     reward_model: RewardModelConfig | None = None
     # `--grader judge`: the judge's settings (its cache goes into the run directory).
     judge: JudgeConfig | None = None
+    # Another grader kind's own options (an instance of its schema: a plugin's, say),
+    # from `-O KIND.NAME=VALUE` (curate.graders.registry.grader_options).
+    grader_options: OptionSchema | None = None
     # Worker processes (threads for the code grader) of the graders that use them
     # (None: the default), and the code grader's scoring ("all" or "fraction"; None:
     # what the --grader spec says).

@@ -397,6 +397,7 @@ def _open(spec: str, opts: EvalOptions) -> Grader:
         reward_model=opts.reward_model,
         workers=opts.grader_workers,
         judge=judge,
+        kind_options=opts.grader_options,
     )
 
 
