@@ -40,6 +40,7 @@ from curate.backends.base import (
     SamplingConfig,
 )
 from curate.backends.options import BackendOptions
+from curate.backends.registry import open_backend
 from curate.errors import MissingExtraError, RunError, UsageError, one_line
 
 if TYPE_CHECKING:
@@ -181,7 +182,6 @@ class Replica:
         sampling: dict[str, Any],
         mode: Mode,
     ) -> None:
-        from curate.backends.registry import open_backend
 
         self._sampling = SamplingConfig(**{**sampling, "stop": tuple(sampling["stop"])})
         self._mode: Mode = mode
@@ -294,7 +294,6 @@ def _describe(backend: str, model: str, options: BackendOptions, seed: int) -> B
         from curate.backends.vllm_local import describe
 
         return describe(model, options)  # type: ignore[arg-type]
-    from curate.backends.registry import open_backend
 
     with open_backend(backend, model, options, seed=seed) as opened:
         return opened.info()
@@ -473,7 +472,6 @@ def connect(address: str) -> bool:
     ray = _import_ray()
     if ray.is_initialized():
         return False
-    import logging
 
     try:
         ray.init(
@@ -491,7 +489,6 @@ def connect(address: str) -> bool:
 
 def quiet_ray_data() -> None:
     """No progress bars or INFO lines from Ray Data on curate's terminal."""
-    import logging
 
     import ray.data
 

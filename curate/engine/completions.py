@@ -23,8 +23,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curate.core.settled import SETTLED_COLUMN
+from curate.data.samples import build_prompts, file_sha256
+from curate.engine.preflight import preflight
+from curate.engine.regrade import (
+    RegradeResult,
+    abandon_build,
+    grade_chunk,
+    partial_dir,
+    prepare_partial,
+    swap_in,
+)
+from curate.engine.runner import sample_contexts
+from curate.engine.settings import EvalSettings
 from curate.errors import InputError, UsageError
+from curate.graders.base import needs_context
+from curate.graders.judge import CACHE_FILE, judge_settings_of, judge_usage_of
 from curate.store.run_dir import RolloutStore
+from curate.store.tables import read_table
 
 if TYPE_CHECKING:
     import polars as pl
@@ -66,8 +81,6 @@ def read_completions(
     """(frame of `id` and `completion` (text or null) in file order, the id column, the
     completion column). One-line InputErrors for what cannot be read."""
     import polars as pl
-
-    from curate.store.tables import read_table
 
     if path.suffix.lower() == ".csv":
         raise InputError("completions are read from JSON Lines or Parquet", path=path)
@@ -185,21 +198,6 @@ def grade_completions(
     `announce` gets the preflight (as `curate eval` prints it) before grading."""
     import polars as pl
 
-    from curate.data.samples import file_sha256
-    from curate.engine.preflight import preflight
-    from curate.engine.regrade import (
-        RegradeResult,
-        abandon_build,
-        grade_chunk,
-        partial_dir,
-        prepare_partial,
-        swap_in,
-    )
-    from curate.engine.runner import sample_contexts
-    from curate.engine.settings import EvalSettings
-    from curate.graders.base import needs_context
-    from curate.graders.judge import CACHE_FILE, judge_settings_of, judge_usage_of
-
     started = time.perf_counter()
     out = opts.run_dir()
     _check_out(out, completions, force)
@@ -258,8 +256,6 @@ def grade_completions(
         )
         contexts = None
         if needs_context(pf.grader):
-            from curate.data.samples import build_prompts
-
             prompts = dict(
                 zip(
                     samples["sample_id"].to_list(),

@@ -27,6 +27,8 @@ from curate.errors import MissingExtraError, UsageError
 from curate.graders import Grader, get_grader
 from curate.graders.base import SampleContext, needs_context, one_line
 from curate.graders.checks import DEFAULT_MAX_BAD_FRACTION, ReferenceCheck, check_references
+from curate.graders.code import SCORE_MODES, SOLUTION_FIELDS, with_score_mode
+from curate.graders.judge import CACHE_FILE
 from curate.graders.references import (
     EXTRACT_MODES,
     ReferenceExtraction,
@@ -189,7 +191,6 @@ class Preflight:
 
 
 def _is_solution(field: str) -> bool:
-    from curate.graders.code import SOLUTION_FIELDS
 
     return field in SOLUTION_FIELDS
 
@@ -242,8 +243,6 @@ def check_grader_options(
     if grader_workers is not None and grader_workers < 1:
         raise UsageError(f"--grader-workers {grader_workers}: expected at least 1")
     if code_score is not None:
-        from curate.graders.code import SCORE_MODES
-
         if code_score not in SCORE_MODES:
             raise UsageError(
                 f"--code-score {code_score!r}: expected one of {', '.join(SCORE_MODES)}"
@@ -262,7 +261,6 @@ def fold_code_score(grader: str | None, code_score: str | None) -> str | None:
     the code grader scores, and a resume with another scoring is refused)."""
     if grader is None or code_score is None:
         return grader.strip() if grader is not None else None
-    from curate.graders.code import with_score_mode
 
     return with_score_mode(grader, code_score)
 
@@ -387,7 +385,6 @@ def _open(spec: str, opts: EvalOptions) -> Grader:
     judge = opts.judge
     if judge is not None and judge.cache_path is None:
         # The run directory is the judge's cache: a resume never pays twice.
-        from curate.graders.judge import CACHE_FILE
 
         judge = replace(judge, cache_path=opts.run_dir() / CACHE_FILE)
     return get_grader(

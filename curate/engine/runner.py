@@ -41,6 +41,7 @@ from curate.engine.spec import DEFAULT_CHUNK_SIZE, Evaluation, evaluation_of
 from curate.errors import CurateError, RunError, one_line
 from curate.graders import Grader
 from curate.graders.base import SampleContext, grade, needs_context, sees_reasoning
+from curate.graders.registry import grader_kind
 from curate.store.run_dir import RolloutStore
 
 if TYPE_CHECKING:
@@ -140,7 +141,6 @@ class GradingWatch:
 
 def form_watch(grader: Grader, references: Mapping[str, Any], store: RolloutStore) -> FormWatch:
     """The form check of the first graded rollouts (curate/data/sanity.py)."""
-    from curate.graders.registry import grader_kind
 
     kind = grader_kind(getattr(grader, "name", ""))
     indices = False

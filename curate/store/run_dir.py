@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import fcntl
 import itertools
 import json
 import os
@@ -45,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from curate.core.settled import SETTLED_COLUMN, settled_error_expr, settled_expr
 from curate.core.shards import ShardSpec
-from curate.errors import InputError, RunError
+from curate.errors import InputError, RunError, one_line
 from curate.store.atomic import atomic_path, atomic_write_text
 from curate.store.schema import (
     FORMAT_VERSION,
@@ -271,7 +272,6 @@ class RolloutStore:
         """Exclusive for the moment shard writers check and write the manifest (blocks;
         held for milliseconds). The file stays: unlinking it would let two writers lock
         two different files."""
-        import fcntl
 
         try:
             fd = os.open(
@@ -563,7 +563,6 @@ def shard_problem(path: Path, columns: list[str]) -> str | None:
 
 
 def _short(exc: BaseException, limit: int = 160) -> str:
-    from curate.errors import one_line
 
     return one_line(exc, limit)
 
@@ -640,7 +639,6 @@ def _flock_loop(
 ) -> int:
     """Open `lock_path` and flock it (shared or exclusive) without blocking, retrying
     for `patience` seconds; RunDirBusyError with `busy(holder)` after that."""
-    import fcntl
 
     mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     deadline = time.monotonic() + patience
@@ -689,7 +687,6 @@ def _release_shared(fd: int, lock_path: Path, created: list[Path]) -> None:
     """Drop a shard writer's shared hold on RUN/.lock; the last one out removes it
     (and the directories its writer created, when empty). Linux drops the shared
     lock when the upgrade fails, which is what releasing wants anyway."""
-    import fcntl
 
     try:
         try:
@@ -714,7 +711,6 @@ def _shard_of_lock(path: Path) -> ShardSpec | None:
 def _held_by(path: Path) -> LockHolder | None:
     """Who holds the flock on `path` now (None: nobody). Probes with a shared lock for
     an instant, which a starting writer of that shard rides out (LOCK_PATIENCE_S)."""
-    import fcntl
 
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)

@@ -25,6 +25,7 @@ neither imports the other). Two reads:
 
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -480,7 +481,6 @@ def _sample_major(
     frame: pl.DataFrame, width: int, has_run_idx: bool, binary: bool
 ) -> SampleMajor | None:
     """Blocks of `width` rows, one per sample, run_idx rising within each."""
-    import operator
 
     import polars as pl
 
