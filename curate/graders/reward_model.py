@@ -138,7 +138,7 @@ class RewardModelConfig(OptionSchema):
     @property
     def root(self) -> str:
         """The server's root URL: vLLM serves /classify and /pooling there, not under /v1."""
-        url = self.base_url.rstrip("/")
+        url = self.remote.urls()[0].rstrip("/")
         return url.removesuffix("/v1")
 
     def secret(self) -> Secret | None:
@@ -335,7 +335,7 @@ class RewardModelGrader:
     ) -> list[GradeResult]:
         """One request per (prompt, completion); each failure is that item's error row."""
         results: list[GradeResult | None] = [None] * len(items)
-        limits = httpx.Limits(max_connections=self.config.concurrency)
+        limits = httpx.Limits(max_connections=self.config.remote.concurrency)
         async with httpx.AsyncClient(timeout=None, limits=limits) as client:
 
             async def one(index: int) -> None:
@@ -381,7 +381,7 @@ class RewardModelGrader:
                 except (EndpointDown, Unreachable) as exc:
                     results[index] = error_result(self._scrub(f"{LABEL} unreachable: {exc}"))
 
-            await run_pool(list(range(len(items))), self.config.concurrency, one)
+            await run_pool(list(range(len(items))), self.config.remote.concurrency, one)
         return [r if r is not None else error_result(f"{LABEL}: no answer") for r in results]
 
     def _run(self, endpoint: str, items: Sequence[tuple[object, str]]) -> list[GradeResult]:
@@ -414,7 +414,7 @@ class RewardModelGrader:
         url = redact_url(self.config.root)
         tried: list[str] = []
         headers = self._headers()
-        with httpx.Client(timeout=self.config.timeout) as client:
+        with httpx.Client(timeout=self.config.remote.timeout) as client:
             for endpoint in ENDPOINTS:
                 body = request_body(endpoint, PROBE_PROMPT, PROBE_COMPLETION, self.config.model)
                 try:
