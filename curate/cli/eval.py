@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -650,7 +650,7 @@ def eval_cmd(
         reward_model=own.reward_model,
         grader_options=own.other,
         engine_options=backend_flags(
-            backend, ctx.params, backend_pairs, typed=_typed(ctx, ctx.params)
+            backend, asdict(engine), backend_pairs, typed=_typed(ctx, ctx.params)
         ),
         **resume.options(),
         shard=parse_shard_option(sharding.shard),
