@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from curate.stats.estimators import choose_ratio
 from curate.stats.multiplicity import MULTIPLICITY, pair_histogram, with_multiplicity
+from curate.stats.prior import fit_prior_counts
 
 if TYPE_CHECKING:
     import polars as pl
@@ -172,8 +173,6 @@ def fit_score_model(rollouts: pl.DataFrame | pl.LazyFrame) -> ScoreModel:
     failed rollout, is left out): one prior per frequent value, fitted over every
     sample, and each sample's signature."""
     import polars as pl
-
-    from curate.stats.prior import fit_prior_counts
 
     counts = (
         rollouts.lazy()

@@ -24,6 +24,7 @@ from curate.stats.mixed import (
     sample_probabilities,
 )
 from curate.stats.multiplicity import MULTIPLICITY, pair_histogram, with_multiplicity
+from curate.stats.prior import fit_prior_counts
 
 if TYPE_CHECKING:
     import polars as pl
@@ -212,7 +213,6 @@ def fit_prior(aggregated: pl.DataFrame) -> Prior:
     """The empirical-Bayes pass-rate prior (the NPMLE, `curate.stats.prior`), fitted on
     the (n, c) histogram of the whole data set: the one prior behind every model-based
     figure."""
-    from curate.stats.prior import fit_prior_counts
 
     # Sorted: the fit sums over the histogram, so its order must not depend on hashing.
     hist = pair_histogram(aggregated, scored_only=True)
