@@ -25,12 +25,19 @@ from curate.data.samples import build_prompts, file_sha256, prompts_by_id
 from curate.engine.adaptive import AdaptivePolicy, run_adaptive
 from curate.engine.context import check_context
 from curate.engine.deepen import DeepenPlan, deepen_request, plan_deepen, with_record
+
+# The names marked F401 moved to curate.engine.options: importable from here for one
+# release, for callers outside curate (nothing in curate imports them from here).
 from curate.engine.options import (
+    ENGINE_LOG,  # noqa: F401
     LOCAL_ENGINES,
     EvalOptions,
     adaptive_policy,
     check_shard_options,
+    default_run_dir,  # noqa: F401
     engine_log_path,
+    load_eval_samples,  # noqa: F401
+    local_chat_template,  # noqa: F401
 )
 from curate.engine.preflight import Preflight, preflight
 from curate.engine.progress import Progress
