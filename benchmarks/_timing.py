@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from curate.backends.base import Backend, Mode, Prompt, SamplingConfig
-    from curate.engine.runner import EvalResult
-    from curate.engine.spec import Evaluation
+    from curate.evaluation.runner import EvalResult
+    from curate.evaluation.spec import Evaluation
 
 Timer = Callable[[], float]  # runs the workload once, returns its wall time in seconds
 
@@ -71,7 +71,7 @@ def numeric_evaluation(
 ) -> Evaluation:
     """The benchmarks' Evaluation: the numeric grader (the caller closes it) and
     `chunk_size` None for the engine's default."""
-    from curate.engine.spec import DEFAULT_CHUNK_SIZE, Evaluation
+    from curate.evaluation.spec import DEFAULT_CHUNK_SIZE, Evaluation
     from curate.graders import get_grader
 
     return Evaluation(
@@ -99,7 +99,7 @@ def timed_eval(
 ) -> tuple[float, EvalResult]:
     """(seconds, result) of one chat-mode `run_eval` (numeric grader) into a fresh run
     directory, with every rollout checked to be stored; chunk_size None: the default."""
-    from curate.engine.runner import run_eval
+    from curate.evaluation.runner import run_eval
     from curate.store.run_dir import RolloutStore
 
     rollouts = len(prompts) * runs
@@ -112,6 +112,6 @@ def timed_eval(
         result = run_eval(store, evaluation)
         elapsed = time.perf_counter() - start
         assert result.rollouts == rollouts, result
-        assert store.rollouts(["sample_id", "run_idx"]).height == rollouts
+        assert store.rollouts(["sample_id", "rollout_idx"]).height == rollouts
     evaluation.grader.close()
     return elapsed, result

@@ -21,7 +21,7 @@
     mean for simulated samples; for a stored run with more than N rollouts per sample
     (--replay-run), its figures on all of them.
 
-    python benchmarks/bench_adaptive.py [--samples 20000] [--runs 8] [--no-live]
+    python benchmarks/bench_adaptive.py [--samples 20000] [--rollouts 8] [--no-live]
                                         [--wait 0] [--replay-run RUN] [--no-check]
 
 Exit 1 when a label differs (always) or the (b) bar is missed (unless --no-check).
@@ -46,7 +46,7 @@ from _timing import numeric_evaluation
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout without installing
 
-from curate.engine.adaptive import (  # noqa: E402
+from curate.evaluation.adaptive import (  # noqa: E402
     DEFAULT_ROUND_SIZE,
     AdaptivePolicy,
     outcome_label,
@@ -195,9 +195,9 @@ def sequences_from_store(run: Path) -> dict[str, list[float]]:
 
     frame = (
         RolloutStore(run)
-        .rollouts(["sample_id", "run_idx", "score", "error"])
+        .rollouts(["sample_id", "rollout_idx", "score", "error"])
         .filter(pl.col("error").is_null())
-        .sort("sample_id", "run_idx")
+        .sort("sample_id", "rollout_idx")
     )
     out: dict[str, list[float]] = {}
     for sid, score in frame.select("sample_id", "score").iter_rows():
@@ -265,8 +265,8 @@ def live(args: argparse.Namespace) -> None:
     """The tiny model: a fixed-N run, its replay, then live adaptive runs on one engine."""
     from curate.backends.base import SamplingConfig
     from curate.data.samples import load_samples, prompts_by_id, references_by_id
-    from curate.engine.adaptive import run_adaptive
-    from curate.engine.runner import run_eval
+    from curate.evaluation.adaptive import run_adaptive
+    from curate.evaluation.runner import run_eval
     from curate.store.run_dir import RolloutStore
 
     model = Path(args.model)
@@ -337,7 +337,7 @@ def live(args: argparse.Namespace) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=20_000, help="simulated samples")
-    parser.add_argument("--runs", type=int, default=8, help="N, the fixed run's rollouts")
+    parser.add_argument("--rollouts", type=int, default=8, help="N, the fixed run's rollouts")
     parser.add_argument("--round-size", type=int, default=DEFAULT_ROUND_SIZE)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3, help="draws of the primary population")

@@ -17,11 +17,11 @@ Populations (--population):
            but rarely certain
     split  a third exactly 0, a third exactly 1, a third uniform in [0.1, 0.9]: the
            case where a closed gate in the pilot really means sigma = 0 (min's best)
-Real runs: --runs PILOT TRUTH plans from the run PILOT and scores the plan on the
+Real runs: --rollouts PILOT TRUTH plans from the run PILOT and scores the plan on the
 pass rates of TRUTH (the same samples with many more rollouts, e.g. another seed).
 
     python benchmarks/bench_allocate.py [--population beta|tiny|split] [--samples 20000]
-        [--pilot 8] [--per-sample 8] [--beta 2 14] [--runs PILOT TRUTH] [--no-check]
+        [--pilot 8] [--per-sample 8] [--beta 2 14] [--rollouts PILOT TRUTH] [--no-check]
 
 Bar: neyman's ratio below 1 with the default rule, --zero-signal rate.
 """
@@ -80,7 +80,7 @@ def simulated(args: argparse.Namespace) -> Pilot:
     rollouts = pl.DataFrame(
         {
             "sample_id": np.repeat(ids, pilot),
-            "run_idx": np.tile(np.arange(pilot), size).astype(np.int32),
+            "rollout_idx": np.tile(np.arange(pilot), size).astype(np.int32),
             "score": outcomes.ravel(),
             "error": pl.Series([None] * (size * pilot), dtype=pl.String),
         }
@@ -123,8 +123,8 @@ def main() -> int:
     parser.add_argument("--pilot", type=int, default=8, help="pilot rollouts per sample")
     parser.add_argument("--per-sample", type=int, default=8, help="budget B = this x samples")
     parser.add_argument("--beta", type=float, nargs=2, default=(2.0, 14.0), metavar=("A", "B"))
-    parser.add_argument("--runs", nargs=2, metavar=("PILOT", "TRUTH"), help="real runs")
-    parser.add_argument("--min-runs", type=int, default=2)
+    parser.add_argument("--rollouts", nargs=2, metavar=("PILOT", "TRUTH"), help="real runs")
+    parser.add_argument("--min-rollouts", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-check", action="store_true")
     args = parser.parse_args()
@@ -169,7 +169,7 @@ def main() -> int:
         print(f"{method:>10}" + "".join(f"  {cell:>19}" for cell in cells))
     print(
         "  (drop: inf when a left-out sample's true rate is not 0 or 1, as it has n = 0; "
-        f"min pins zero-signal samples at --min-runs {args.min_runs})"
+        f"min pins zero-signal samples at --min-rollouts {args.min_runs})"
     )
     oracle = np.sqrt(sigma2)
     oracle_n = budget * oracle / max(oracle.sum(), 1e-300)

@@ -8,11 +8,11 @@ a base run with Beta(0.5, 0.5) pass rates and a tuned run with every rate raised
     report   curate.report.build.build_report(base)           (the JSON report's work)
     compare  curate.report.compare.build_comparison([base, tuned])  (JSON's work)
     both as whole processes (`python -m curate ... -f json`), 3 times each: the wall
-    time a CI gate sees
+    time a CI check sees
 
 and the ratio compare / report is printed. Bar: compare within 5 s (--target).
 
-    python benchmarks/bench_compare.py [--samples 100000] [--runs 8] [--repeat 5]
+    python benchmarks/bench_compare.py [--samples 100000] [--rollouts 8] [--repeat 5]
         [--target 5] [--no-check]
 """
 
@@ -37,7 +37,7 @@ def write_run(path: Path, rates: np.ndarray, runs: int, rng: np.random.Generator
     pl.DataFrame(
         {
             "sample_id": np.repeat([f"s{i:07d}" for i in range(samples)], runs),
-            "run_idx": np.tile(np.arange(runs, dtype=np.int32), samples),
+            "rollout_idx": np.tile(np.arange(runs, dtype=np.int32), samples),
             "score": scores.ravel(),
         }
     ).write_parquet(path)
@@ -46,7 +46,7 @@ def write_run(path: Path, rates: np.ndarray, runs: int, rng: np.random.Generator
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=100_000)
-    parser.add_argument("--runs", type=int, default=8)
+    parser.add_argument("--rollouts", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--target", type=float, default=5.0, help="seconds for compare")
     parser.add_argument("--no-check", action="store_true")

@@ -1,7 +1,7 @@
 """`curate eval --deepen K --to M`: how far deepening a random K of the all-same
 prompts narrows an undecided multiplier, and what it costs, in one run.
 
-    .venv/bin/python benchmarks/bench_deepen.py [--prompts 4000] [--seeds 3] [--runs 8]
+    .venv/bin/python benchmarks/bench_deepen.py [--prompts 4000] [--seeds 3] [--rollouts 8]
                                                 [--group-size 8]
 
 For each population where N rollouts leave the multiplier undecided (a block of prompts
@@ -16,7 +16,7 @@ mixed groups at the recommended group size holds its truth, and the extra rollou
 against the baseline of taking M rollouts for every prompt (`-n M`), measured in the
 same run. Printed as a Markdown table (docs/concepts/statistics.md shows it).
 
-The test of the same thing through `curate eval` itself is tests/engine/test_deepen.py.
+The test of the same thing through `curate eval` itself is tests/evaluation/test_deepen.py.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prompts", type=int, default=4000)
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--runs", type=int, default=8)
+    parser.add_argument("--rollouts", type=int, default=8)
     parser.add_argument("--group-size", type=int, default=8)
     args = parser.parse_args()
 

@@ -7,7 +7,7 @@ included) either to the first server alone (`--base-url A`) or to the pool of bo
 (`--base-url A --base-url B`), alternating, and the median throughputs and their
 ratio are printed.
 
-    python benchmarks/bench_endpoint_pool.py [--limit 200] [--runs 8] [--repeat 3]
+    python benchmarks/bench_endpoint_pool.py [--limit 200] [--rollouts 8] [--repeat 3]
     python benchmarks/bench_endpoint_pool.py --base-url URL_A --base-url URL_B --model NAME
 
 Without --base-url the script starts both servers itself (start-up excluded).
@@ -42,7 +42,7 @@ def main() -> int:
     parser.add_argument("--data", default=str(ROOT / "sample_data" / "arithmetic.jsonl"))
     parser.add_argument("--base-url", action="append", default=None, help="two servers to use")
     parser.add_argument("--limit", type=int, default=200, help="prompts in the workload")
-    parser.add_argument("--runs", type=int, default=8, help="rollouts per prompt (n)")
+    parser.add_argument("--rollouts", type=int, default=8, help="rollouts per prompt (n)")
     parser.add_argument("--max-tokens", type=int, default=16)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--repeat", type=int, default=3)

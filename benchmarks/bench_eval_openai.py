@@ -9,7 +9,7 @@ same per-prompt seeds, the same sampling settings) to one server on loopback:
 - sequential: one request per rollout, one at a time (the seed reference's loop),
   timed on a subset because it is slow.
 
-    python benchmarks/bench_eval_openai.py [--concurrency 32] [--runs 8] [--no-check]
+    python benchmarks/bench_eval_openai.py [--concurrency 32] [--rollouts 8] [--no-check]
     python benchmarks/bench_eval_openai.py --base-url http://127.0.0.1:8000/v1 --model NAME
 
 Without --base-url the script starts the server itself (start-up excluded) and stops it.
@@ -40,7 +40,7 @@ def main() -> int:
     parser.add_argument("--data", default=str(ROOT / "sample_data" / "arithmetic.jsonl"))
     parser.add_argument("--base-url", default=None, help="use this server instead of starting one")
     parser.add_argument("--limit", type=int, default=300, help="prompts in the workload")
-    parser.add_argument("--runs", type=int, default=32, help="rollouts per prompt (n)")
+    parser.add_argument("--rollouts", type=int, default=32, help="rollouts per prompt (n)")
     parser.add_argument("--max-tokens", type=int, default=16)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--repeat", type=int, default=7)
@@ -100,14 +100,14 @@ def run(
         start = time.perf_counter()
         got = 0
         for sid, messages in seq_prompts.items():
-            for run_idx in range(args.runs):
+            for rollout_idx in range(args.runs):
                 resp = client.chat.completions.create(
                     model=args.model,
                     messages=messages,
                     temperature=sampling.temperature,
                     top_p=sampling.top_p,
                     max_tokens=sampling.max_tokens,
-                    seed=derive_seed(0, sid, run_idx),
+                    seed=derive_seed(0, sid, rollout_idx),
                 )
                 got += len(resp.choices)
         elapsed = time.perf_counter() - start

@@ -10,7 +10,7 @@ what is done). A third arm times the batch path it replaced (one `LLM.chat` call
 chunk of prompts, stored chunk by chunk) on the same engine, so the streaming
 path's cost or gain is measured in the same run.
 
-    python benchmarks/bench_eval_vllm.py [--runs 16] [--repeat 3] [--no-check]
+    python benchmarks/bench_eval_vllm.py [--rollouts 16] [--repeat 3] [--no-check]
 
 Targets: curate's wall time at most 1.05x the bare call, and streaming at most 1.05x
 the batch path.
@@ -36,7 +36,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=str(ROOT / "sample_data" / "tiny-math"))
     parser.add_argument("--data", default=str(ROOT / "sample_data" / "arithmetic.jsonl"))
-    parser.add_argument("--runs", type=int, default=16)
+    parser.add_argument("--rollouts", type=int, default=16)
     parser.add_argument("--max-tokens", type=int, default=16)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--chunk-size", type=int, default=None)
@@ -47,7 +47,7 @@ def main() -> int:
     from curate.backends.base import SamplingConfig
     from curate.backends.vllm_local import open_vllm, sampling_params
     from curate.core.seeds import derive_seed
-    from curate.engine.spec import DEFAULT_CHUNK_SIZE
+    from curate.evaluation.spec import DEFAULT_CHUNK_SIZE
 
     prompts, refs = load_workload(args.data)
     ids = list(prompts)

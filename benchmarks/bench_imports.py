@@ -39,7 +39,7 @@ THIRD_PARTY = (
     "ray",
 )
 # Ours, loaded by commands rather than by `--help` (each brings its third-party imports).
-OURS = ("curate.filtering", "curate.exports", "curate.engine.ingest", "curate.analysis")
+OURS = ("curate.filtering", "curate.exports", "curate.evaluation.ingest", "curate.analysis")
 
 
 def wall(args: list[str], repeat: int) -> float | None:

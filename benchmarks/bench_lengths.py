@@ -1,6 +1,6 @@
 """What the report's length section costs on a run directory, in one run.
 
-    .venv/bin/python benchmarks/bench_lengths.py [--samples 200000] [--runs 8] [--repeat 3]
+    .venv/bin/python benchmarks/bench_lengths.py [--samples 200000] [--rollouts 8] [--repeat 3]
 
 1. Writes a run directory once (cached): SAMPLES x RUNS rollouts in shards as `curate eval`
    writes them, with scores, completion token counts (log-normal, cut at max_tokens 1024)
@@ -47,7 +47,7 @@ def make_run(root: Path, samples: int, runs: int, seed: int) -> Path:
     frame = pl.DataFrame(
         {
             "sample_id": ids,
-            "run_idx": np.tile(np.arange(runs, dtype=np.int32), samples),
+            "rollout_idx": np.tile(np.arange(runs, dtype=np.int32), samples),
             "score": score,
             "truncated": cut,
             "completion_tokens": tokens.astype(np.int32),
@@ -62,7 +62,7 @@ def make_run(root: Path, samples: int, runs: int, seed: int) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=200_000)
-    parser.add_argument("--runs", type=int, default=8)
+    parser.add_argument("--rollouts", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=15)
     parser.add_argument("--cache-dir", default=None)

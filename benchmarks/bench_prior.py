@@ -1,6 +1,6 @@
 """The pass-rate prior, NPMLE against the Beta prior it replaced: speed and bias, in one run.
 
-    .venv/bin/python benchmarks/bench_prior.py [--samples 1000000] [--runs 8] [--repeat 5]
+    .venv/bin/python benchmarks/bench_prior.py [--samples 1000000] [--rollouts 8] [--repeat 5]
                                                [--seeds 3] [--prompts 4000] [--skip-speed]
 
 1. Speed. `build_report` (what `curate report` runs, reading included) on SAMPLES x RUNS
@@ -42,7 +42,7 @@ sys.path.insert(0, str(HERE.parent))
 import bench_report  # noqa: E402
 
 import curate.stats.analysis as analysis_module  # noqa: E402
-from curate.engine.adaptive import AdaptivePolicy, replay  # noqa: E402
+from curate.evaluation.adaptive import AdaptivePolicy, replay  # noqa: E402
 from curate.stats import analyze  # noqa: E402
 from curate.stats.estimators import fit_beta_prior  # noqa: E402
 from curate.stats.multiplicity import pair_histogram  # noqa: E402
@@ -167,7 +167,7 @@ def frame_of(scores: list[np.ndarray]) -> pl.DataFrame:
     return pl.DataFrame(
         {
             "sample_id": np.repeat([f"s{i:05d}" for i in range(len(scores))], n),
-            "run_idx": np.concatenate([np.arange(k, dtype=np.int32) for k in n]),
+            "rollout_idx": np.concatenate([np.arange(k, dtype=np.int32) for k in n]),
             "score": np.concatenate(scores).astype(np.float64),
             "error": pl.Series([None] * int(n.sum()), dtype=pl.String),
         }
@@ -305,7 +305,7 @@ def bias(prompts: int, seeds: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=1_000_000)
-    parser.add_argument("--runs", type=int, default=8)
+    parser.add_argument("--rollouts", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--prompts", type=int, default=4000)
     parser.add_argument("--seeds", type=int, default=3)

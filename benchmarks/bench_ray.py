@@ -12,7 +12,7 @@ Three figures, each against a baseline measured in the same run:
            pools of 1 and 2 replicas; wall time including engine start, and the
            generation rate once the first batch is back (start-up excluded).
 
-    python benchmarks/bench_ray.py [--part driver|vllm|all] [--runs 32] [--samples 300]
+    python benchmarks/bench_ray.py [--part driver|vllm|all] [--rollouts 32] [--samples 300]
 
 On a 2-core machine two replicas share the same two cores: expect less than 2x.
 """
@@ -77,7 +77,7 @@ def _workload(samples: int) -> tuple[dict[str, str], dict[str, str]]:
 
 
 def _run(backend: Any, prompts: dict[str, Any], refs: dict[str, Any], runs: int, **kw: Any) -> Any:
-    from curate.engine.runner import run_eval
+    from curate.evaluation.runner import run_eval
     from curate.graders import get_grader
     from curate.store.run_dir import RolloutStore
 
@@ -207,7 +207,7 @@ def _load() -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("driver", "vllm", "all"), default="all")
-    parser.add_argument("--runs", type=int, default=32)
+    parser.add_argument("--rollouts", type=int, default=32)
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--driver-samples", type=int, default=2_000)
     args = parser.parse_args()

@@ -1,9 +1,9 @@
 """Benchmark `curate report` against its targets, in one run.
 
-    .venv/bin/python benchmarks/bench_report.py [--samples 1000000] [--runs 8] [--repeat 5]
+    .venv/bin/python benchmarks/bench_report.py [--samples 1000000] [--rollouts 8] [--repeat 5]
 
 1. Generates the data set once and caches it: SAMPLES prompts x RUNS binary rollouts in
-   long-format Parquet (sample_id as strings, run_idx, score), pass rates drawn from a
+   long-format Parquet (sample_id as strings, rollout_idx, score), pass rates drawn from a
    Beta distribution with a fixed seed.
 2. Times `curate report --format json` as a whole process, REPEAT times (half before
    and half after the reference, so both see the same machine load), each from a fresh
@@ -141,7 +141,7 @@ def dataset(
             "sample_id": pl.Series(
                 ("prompt-" + index.cast(pl.String)).gather(np.repeat(np.arange(samples), runs))
             ),
-            "run_idx": np.tile(np.arange(runs, dtype=np.int32), samples),
+            "rollout_idx": np.tile(np.arange(runs, dtype=np.int32), samples),
             "score": scores.ravel(),
         }
     )
@@ -197,7 +197,7 @@ def time_reference(path: Path, work: Path) -> tuple[dict, dict]:
 # The least a polars-based tool can do: start, import polars, decode every row, exit.
 READ_FLOOR = (
     "import os, sys, polars as pl; "
-    "pl.read_parquet(sys.argv[1], columns=['sample_id', 'run_idx', 'score']); os._exit(0)"
+    "pl.read_parquet(sys.argv[1], columns=['sample_id', 'rollout_idx', 'score']); os._exit(0)"
 )
 
 
@@ -286,7 +286,7 @@ def main() -> int:
         epilog="\n".join(__doc__.splitlines()[2:]),
     )
     parser.add_argument("--samples", type=int, default=1_000_000, help="prompts (default 1e6)")
-    parser.add_argument("--runs", type=int, default=8, help="rollouts per prompt (default 8)")
+    parser.add_argument("--rollouts", type=int, default=8, help="rollouts per prompt (default 8)")
     parser.add_argument(
         "--repeat", type=int, default=5, help="timed runs of `curate report` (default 5)"
     )
@@ -318,7 +318,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     if args.samples < 1 or args.runs < 1 or args.repeat < 1 or args.help_repeat < 1:
-        parser.error("--samples, --runs, --repeat and --help-repeat must be positive")
+        parser.error("--samples, --rollouts, --repeat and --help-repeat must be positive")
 
     cache = cache_dir(args.cache_dir)
     path = dataset(

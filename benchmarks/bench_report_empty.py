@@ -6,7 +6,7 @@ set of short answers that is every completion, the worst case. This builds such 
 shards as `curate eval` writes them), then times `build_report` with the count and
 with it switched off, alternating, in one process.
 
-    python benchmarks/bench_report_empty.py [--samples 100000] [--runs 8] [--repeat 5]
+    python benchmarks/bench_report_empty.py [--samples 100000] [--rollouts 8] [--repeat 5]
 
 No issue sets a target: the figure is printed for the record, and --target (3x by
 default, a regression guard) fails the run when the count costs more. Measured on a
@@ -40,13 +40,13 @@ def write_run(path: Path, samples: int, runs: int) -> None:
     frame = pl.DataFrame(
         {
             "sample_id": [f"s{i // runs:07d}" for i in range(n)],
-            "run_idx": [i % runs for i in range(n)],
+            "rollout_idx": [i % runs for i in range(n)],
             "score": [float(rng.random() < 0.5) for _ in range(n)],
             "completion": texts,
             "extracted": texts,
             "completion_tokens": [max(1, len(t) // 2) for t in texts],
         },
-        schema_overrides={"run_idx": pl.Int32, "completion_tokens": pl.Int32},
+        schema_overrides={"rollout_idx": pl.Int32, "completion_tokens": pl.Int32},
     )
     step = 512 * runs  # one shard per default chunk
     for start in range(0, n, step):
@@ -56,7 +56,7 @@ def write_run(path: Path, samples: int, runs: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=100_000)
-    parser.add_argument("--runs", type=int, default=8)
+    parser.add_argument("--rollouts", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--target", type=float, default=3.0)
     parser.add_argument("--no-check", action="store_true")

@@ -1,6 +1,6 @@
 """What `curate view` costs on a large run, and how fast its page opens, in one run.
 
-    .venv/bin/python benchmarks/bench_view.py [--samples 100000] [--runs 8] [--chars 120]
+    .venv/bin/python benchmarks/bench_view.py [--samples 100000] [--rollouts 8] [--chars 120]
 
 1. Writes a run directory once (cached under the temp directory): SAMPLES x RUNS rollouts
    through the real store (`RolloutStore.append`, shards as `curate eval` writes them),
@@ -82,7 +82,7 @@ def make_run(root: Path, samples: int, runs: int, chars: int, seed: int) -> Path
         pl.DataFrame(
             {
                 "sample_id": np.repeat(ids, runs),
-                "run_idx": np.tile(np.arange(runs, dtype=np.int32), samples),
+                "rollout_idx": np.tile(np.arange(runs, dtype=np.int32), samples),
                 "score": np.where(failed, np.nan, (right & ~cut).astype(np.float64)),
                 "said": said,
                 "failed": failed,
@@ -130,7 +130,7 @@ def timed(fn, repeat: int) -> list[float]:  # type: ignore[no-untyped-def]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=100_000)
-    parser.add_argument("--runs", type=int, default=8)
+    parser.add_argument("--rollouts", type=int, default=8)
     parser.add_argument("--chars", type=int, default=120)
     parser.add_argument("--repeat", type=int, default=3, help="page opens to time")
     parser.add_argument("--seed", type=int, default=27)

@@ -9,7 +9,7 @@ answer in `\\boxed{...}`. These files hold problems the bundled tiny model can p
 (the "medium" band of scripts/make_arithmetic_data.py plus a few three-digit sums above 1,000)
 in those two layouts, so that `curate eval` with default options can be checked to read the
 reference the way a person would: the per-sample pass rates must equal those of the same
-problems with hand-extracted answers (tests/engine/test_reference_layouts.py).
+problems with hand-extracted answers (tests/evaluation/test_reference_layouts.py).
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from curate.backends.base import SamplingConfig
 from curate.cli.app import app
 from curate.data.samples import load_samples, prompts_by_id, references_by_id
-from curate.engine.options import EvalOptions
-from curate.engine.runner import EvalResult, run_eval
+from curate.evaluation.options import EvalOptions
+from curate.evaluation.runner import EvalResult, run_eval
 from curate.graders import get_grader
 from curate.store.run_dir import RolloutStore
 
@@ -50,19 +50,19 @@ TEST_ENGINE_OPTIONS = {"kv_cache_memory_gb": 0.25}
 
 ROLLOUT_SCHEMA = {
     "sample_id": pl.String,
-    "run_idx": pl.Int32,
+    "rollout_idx": pl.Int32,
     "score": pl.Float64,
     "error": pl.String,
 }
 
 
 def rollout_frame(rows: Sequence[tuple[str, int, float | None, str | None]]) -> pl.DataFrame:
-    """Rows (sample_id, run_idx, score, error) -> a long-format rollout frame."""
+    """Rows (sample_id, rollout_idx, score, error) -> a long-format rollout frame."""
     return pl.DataFrame(rows, schema=ROLLOUT_SCHEMA, orient="row")
 
 
 def long_frame(samples: Mapping[str, Sequence[float | None]]) -> pl.DataFrame:
-    """{sample_id: [score, ...]} -> a long-format rollout frame with run_idx 0, 1, ...;
+    """{sample_id: [score, ...]} -> a long-format rollout frame with rollout_idx 0, 1, ...;
     a None score is a failed rollout (error "timeout", no score)."""
     return rollout_frame(
         [

@@ -112,9 +112,9 @@ def allocate(
     if budget < 1:
         raise UsageError(f"--budget must be at least 1 (got {budget})")
     if min_runs < 0:
-        raise UsageError(f"--min-runs must be at least 0 (got {min_runs})")
+        raise UsageError(f"--min-rollouts must be at least 0 (got {min_runs})")
     if max_runs is not None and max_runs < max(min_runs, 1):
-        raise UsageError(f"--max-runs {max_runs} is below --min-runs {min_runs}")
+        raise UsageError(f"--max-rollouts {max_runs} is below --min-rollouts {min_runs}")
     fill = prior.mean if prior is not None else per_sample["smoothed_pass_rate"].mean()
     frame = (
         per_sample.sort("sample_id")
@@ -159,15 +159,15 @@ def allocate(
     if budget < low_total:
         raise UsageError(
             f"--budget {budget} is below the minimum: {frame.height} samples x "
-            f"--min-runs {min_runs} = {low_total}"
+            f"--min-rollouts {min_runs} = {low_total}"
         )
     if budget > high_total:
         fixed = int(zero.sum())
         raise UsageError(
             f"--budget {budget} is above what the bounds can hold ({high_total}: "
-            f"{frame.height - fixed} samples x --max-runs "
+            f"{frame.height - fixed} samples x --max-rollouts "
             f"{max_runs if max_runs is not None else budget}"
-            + (f" + {fixed} zero-signal samples x --min-runs {min_runs}" if fixed else "")
+            + (f" + {fixed} zero-signal samples x --min-rollouts {min_runs}" if fixed else "")
             + ")"
         )
     counts = apportion(weights, budget, lower, upper)

@@ -80,7 +80,7 @@ def plan_rollouts(
     if budget < 1:
         raise UsageError(f"--budget must be at least 1 (got {budget})")
     if min_runs < 0:
-        raise UsageError(f"--min-runs must be at least 0 (got {min_runs})")
+        raise UsageError(f"--min-rollouts must be at least 0 (got {min_runs})")
     loaded = load_analysis(run)
     frame = allocate(
         loaded.per_sample,

@@ -29,17 +29,17 @@ class RunAgreement:
 
 def load_agreement(first: str | os.PathLike[str], second: str | os.PathLike[str]) -> RunAgreement:
     """Compare the grades of two runs (run directories or score tables) rollout by
-    rollout; InputError when they share no (sample_id, run_idx)."""
+    rollout; InputError when they share no (sample_id, rollout_idx)."""
     a, b = load_scores(first), load_scores(second)
     result = agreement(a.rollouts, b.rollouts)
     if result.pairs + result.only_first + result.only_second == 0:
         raise InputError(
             f"no rollout in common with {second}: are they the same run's?", path=first
         )
-    shared = a.rollouts.join(b.rollouts, on=["sample_id", "run_idx"], how="inner").height
+    shared = a.rollouts.join(b.rollouts, on=["sample_id", "rollout_idx"], how="inner").height
     if shared == 0:
         raise InputError(
-            f"no (sample_id, run_idx) in common with {second}: compare a run with its "
+            f"no (sample_id, rollout_idx) in common with {second}: compare a run with its "
             "re-grade (curate grade RUN --out RUN2)",
             path=first,
         )

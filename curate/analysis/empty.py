@@ -33,8 +33,8 @@ SHORT_TOKENS: Final = 16
 def load_empty(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """{rollouts, empty, share, warn_share, example} over the input's completions;
     None when the input stores none (a bare score table). `rollouts` counts the rollouts
-    without an error; `example` is the first empty one in (sample_id, run_idx) order:
-    {sample_id, run_idx, completion}, or None. Only completions of at most SHORT_TOKENS
+    without an error; `example` is the first empty one in (sample_id, rollout_idx) order:
+    {sample_id, rollout_idx, completion}, or None. Only completions of at most SHORT_TOKENS
     tokens (or without a count) are read as text."""
     import polars as pl
 
@@ -50,7 +50,7 @@ def load_empty(path: str | os.PathLike[str]) -> dict[str, Any] | None:
             .row(0)
         )
         empty = pl.DataFrame(
-            schema={"sample_id": pl.String, "run_idx": pl.Int64, COMPLETION_COLUMN: pl.String}
+            schema={"sample_id": pl.String, "rollout_idx": pl.Int64, COMPLETION_COLUMN: pl.String}
         )
         # The texts only when some completion is short enough to be empty.
         lf = scan_completions(path) if candidates else None
@@ -58,9 +58,9 @@ def load_empty(path: str | os.PathLike[str]) -> dict[str, Any] | None:
             text = pl.col(COMPLETION_COLUMN)
             empty = (
                 lf.filter(scored & short & text.is_not_null() & ~text.str.contains(CONTENT))
-                .select("sample_id", "run_idx", text.str.slice(0, EXAMPLE_CHARS))
-                .unique(["sample_id", "run_idx"], keep="first")
-                .sort("sample_id", "run_idx", nulls_last=True)
+                .select("sample_id", "rollout_idx", text.str.slice(0, EXAMPLE_CHARS))
+                .unique(["sample_id", "rollout_idx"], keep="first")
+                .sort("sample_id", "rollout_idx", nulls_last=True)
                 .collect()
             )
     except (pl.exceptions.PolarsError, OSError) as exc:
@@ -88,8 +88,8 @@ def empty_text(section: dict[str, Any]) -> tuple[str, str]:
     n, total = section["empty"], section["rollouts"]
     ex = section["example"] or {}
     where = f"sample {ex.get('sample_id')}"
-    if ex.get("run_idx") is not None:
-        where += f" run {ex['run_idx']}"
+    if ex.get("rollout_idx") is not None:
+        where += f" run {ex['rollout_idx']}"
     line = (
         f"empty answers: {n:,} of {total:,} completions ({section['share']:.1%}) hold no "
         f"letter or digit; the prompt format may not suit the model. E.g. {where}:"

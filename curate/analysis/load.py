@@ -145,7 +145,7 @@ def deepened_aggregate(read: ScoreRead) -> Deepened | None:
     agg = aggregate_rollouts(rows)
     if not is_binary(agg):
         return None
-    extra = rows.filter((pl.col("run_idx") >= start) & pl.col("error").is_null())
+    extra = rows.filter((pl.col("rollout_idx") >= start) & pl.col("error").is_null())
     section = {
         "nominal_runs": start,
         "prompts": extra["sample_id"].n_unique(),

@@ -98,19 +98,19 @@ def run_status(run_dir: str | os.PathLike[str]) -> RunStatus:
         pl.col("_part").replace_strict(targets, return_dtype=pl.Int64).alias("_runs")
     )
     if store.shard_paths():
-        stored = store.rollouts(["sample_id", "run_idx", "error", SETTLED_COLUMN])
+        stored = store.rollouts(["sample_id", "rollout_idx", "error", SETTLED_COLUMN])
     else:
         stored = pl.DataFrame(
             schema={
                 "sample_id": pl.String,
-                "run_idx": pl.Int32,
+                "rollout_idx": pl.Int32,
                 "error": pl.String,
                 SETTLED_COLUMN: pl.Boolean,
             }
         )
     counted = (
         stored.join(plan, on="sample_id", how="inner")
-        .filter(pl.col("run_idx").is_between(0, pl.col("_runs") - 1))
+        .filter(pl.col("rollout_idx").is_between(0, pl.col("_runs") - 1))
         .group_by("_part")
         .agg(
             settled_expr().sum().alias("done"),

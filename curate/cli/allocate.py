@@ -73,7 +73,7 @@ def allocate(
             "smoothed pass rate (a short pilot often sees no variance where the true rate "
             "is not 0 or 1; with neyman, rate gave the least gradient variance in every "
             "benchmark); "
-            "min: --min-runs each; drop: left out "
+            "min: --min-rollouts each; drop: left out "
             f"\\[default: {DEFAULT_RULE.value}].",
             show_default=False,
             rich_help_panel=HOW,
@@ -84,17 +84,19 @@ def allocate(
         # A bare flag: its --no- form would mean nothing but the default.
         typer.Option("--drop-zero-signal", help="Same as --zero-signal drop.", rich_help_panel=HOW),
     ] = False,
-    min_runs: Annotated[
+    min_rollouts: Annotated[
         int,
         typer.Option(
+            "--min-rollouts",
             metavar="N",
             help="Fewest rollouts per sample (--zero-signal min gives them this).",
             rich_help_panel=HOW,
         ),
     ] = 2,
-    max_runs: Annotated[
+    max_rollouts: Annotated[
         int | None,
         typer.Option(
+            "--max-rollouts",
             metavar="N",
             help="Most rollouts per sample \\[default: no limit].",
             show_default=False,
@@ -120,8 +122,8 @@ def allocate(
         budget,
         output=output,
         method=method.value,
-        min_runs=min_runs,
-        max_runs=max_runs,
+        min_runs=min_rollouts,
+        max_runs=max_rollouts,
         zero_signal=rule.value,
     )
     counts = plan.frame["planned_rollouts"].to_numpy()
@@ -131,7 +133,7 @@ def allocate(
     )
     zero = int(plan.frame["zero_signal"].sum())
     if plan.at_minimum:
-        print(f"  {plan.at_minimum} zero-signal sample(s) at --min-runs {min_runs}")
+        print(f"  {plan.at_minimum} zero-signal sample(s) at --min-rollouts {min_rollouts}")
     elif zero:
         binary = bool((plan.frame["reward_std"] == plan.frame["bernoulli_std"]).all())
         basis = "smoothed pass rate" if binary else "shrunk reward spread"

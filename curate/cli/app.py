@@ -24,6 +24,7 @@ from curate.cli import plot as plot_cmd
 from curate.cli import report as report_cmd
 from curate.cli import status as status_cmd
 from curate.cli import view as view_cmd
+from curate.cli.aliases import current_spellings
 
 # Help wider than this is hard to read on a wide terminal (rich fills the whole width):
 # typer's TERMINAL_WIDTH caps it, never above the terminal's own width. A width the user
@@ -97,8 +98,9 @@ _FAST_EXIT_COMMANDS = frozenset(
 
 def main() -> None:
     """The console script. After an analysis command it skips interpreter teardown,
-    which frees every polars buffer and module one by one: time a CI gate would pay
+    which frees every polars buffer and module one by one: time a CI check would pay
     on each call for nothing (benchmarks/bench_report.py prints how much)."""
+    sys.argv[1:] = current_spellings(sys.argv[1:])
     try:
         app()
     except SystemExit as exc:

@@ -146,7 +146,7 @@ def compare(
         from curate.report.compare import render_comparison_table
 
         render_comparison_table(built, stdout_console())
-    if built.failed_gates:
-        for g in built.failed_gates:
-            print(f"curate: gate failed: {g.name}: {g.message}", file=sys.stderr)
+    if built.failed_checks:
+        for g in built.failed_checks:
+            print(f"curate: check failed: {g.name}: {g.message}", file=sys.stderr)
         raise typer.Exit(1)

@@ -56,7 +56,7 @@ def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
             if debug_enabled():
                 raise
             # Not an error: the user stopped it. The message may say what was kept
-            # (curate.engine.evaluate.Interrupted).
+            # (curate.evaluation.evaluate.Interrupted).
             print(f"curate: {str(exc) or 'interrupted'}", file=sys.stderr)
             raise typer.Exit(130) from None
         except Exception as exc:

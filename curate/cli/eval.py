@@ -19,15 +19,15 @@ from curate.cli.grader_options import GraderFlags, split_assignments
 from curate.cli.groups import grouped
 from curate.cli.judge_options import JUDGE
 from curate.core.reasoning import DEFAULT_TRUNCATION
-from curate.engine.spec import DEFAULT_CHUNK_SIZE
 from curate.errors import UsageError
+from curate.evaluation.spec import DEFAULT_CHUNK_SIZE
 from curate.graders.checks import DEFAULT_MAX_BAD_FRACTION
 
 if TYPE_CHECKING:
     from curate.core.shards import ShardSpec
-    from curate.engine import adaptive as _adaptive
-    from curate.engine.options import EvalOptions
-    from curate.engine.preflight import Preflight
+    from curate.evaluation import adaptive as _adaptive
+    from curate.evaluation.options import EvalOptions
+    from curate.evaluation.preflight import Preflight
 
 # The backends with flags on `curate eval`, by their --backend name.
 FLAG_SCHEMAS: dict[str, type[BackendOptions]] = {"vllm": VllmOptions, "openai": OpenAIOptions}
@@ -308,7 +308,7 @@ class GradingFlags:
 
     def options(self) -> dict[str, Any]:
         """The `EvalOptions` fields of this group (the score range read and checked)."""
-        from curate.engine.preflight import parse_score_range
+        from curate.evaluation.preflight import parse_score_range
 
         score_range = self.score_range
         return {
@@ -475,7 +475,7 @@ class AdaptiveFlags:
         typer.Option(
             "--adaptive",
             help="Draw in rounds: a sample stops once its outcomes are mixed; "
-            "all-same samples draw up to --max-runs.",
+            "all-same samples draw up to --max-rollouts.",
             rich_help_panel=ADAPTIVE,
         ),
     ] = False
@@ -488,10 +488,11 @@ class AdaptiveFlags:
             rich_help_panel=ADAPTIVE,
         ),
     ] = None
-    max_runs: Annotated[
+    max_rollouts: Annotated[
         int | None,
         typer.Option(
-            help="Most rollouts per sample. \\[default: --runs; no cap with --budget]",
+            "--max-rollouts",
+            help="Most rollouts per sample. \\[default: --rollouts; no cap with --budget]",
             metavar="N",
             show_default=False,
             rich_help_panel=ADAPTIVE,
@@ -553,7 +554,7 @@ class AdaptiveFlags:
         return {
             "adaptive": self.adaptive,
             "round_size": self.round_size,
-            "max_runs": self.max_runs,
+            "max_runs": self.max_rollouts,
             "budget": self.budget,
             "balanced": self.balanced,
             "deepen": self.deepen,
@@ -590,8 +591,8 @@ def eval_cmd(
     backend: Annotated[
         str, typer.Option(help="vllm (local engine) or openai (an endpoint).", metavar="NAME")
     ] = "vllm",
-    runs: Annotated[
-        int, typer.Option("--runs", "-n", min=1, help="Rollouts per sample.", metavar="N")
+    rollouts: Annotated[
+        int, typer.Option("--rollouts", "-n", min=1, help="Rollouts per sample.", metavar="N")
     ] = 8,
     out: Annotated[
         Path | None,
@@ -628,10 +629,10 @@ def eval_cmd(
     ] = None,
 ) -> None:
     """Run N rollouts per sample, grade them, and store every rollout (resumable)."""
-    from curate.engine.adaptive import AdaptiveResult
-    from curate.engine.evaluate import evaluate
-    from curate.engine.options import EvalOptions
-    from curate.engine.progress import error_summary, make_progress
+    from curate.evaluation.adaptive import AdaptiveResult
+    from curate.evaluation.evaluate import evaluate
+    from curate.evaluation.options import EvalOptions
+    from curate.evaluation.progress import error_summary, make_progress
 
     backend_pairs, grader_pairs = split_assignments(option or ())
     own = grader_flags.kind_options(grader_pairs)
@@ -639,7 +640,7 @@ def eval_cmd(
         data=data,
         model=model,
         backend=backend,
-        runs=runs,
+        runs=rollouts,
         out=out,
         **prompts.options(),
         **sampling.options(),
@@ -754,7 +755,7 @@ def _show_engine_log(opts: EvalOptions, exc: BaseException) -> None:
     import sys
 
     from curate.backends.engine_output import log_tail
-    from curate.engine.options import engine_log_path
+    from curate.evaluation.options import engine_log_path
 
     log = engine_log_path(opts)
     notes = getattr(exc, "__notes__", None) or []
@@ -840,9 +841,9 @@ def _print_start(checked: Preflight) -> None:
 def _print_dry_run(
     opts: EvalOptions, price_in: float | None, price_out: float | None, *, quiet: bool = False
 ) -> None:
-    from curate.engine.estimate import estimate_eval
-    from curate.engine.options import adaptive_policy
-    from curate.engine.preflight import preflight
+    from curate.evaluation.estimate import estimate_eval
+    from curate.evaluation.options import adaptive_policy
+    from curate.evaluation.preflight import preflight
 
     adaptive_policy(opts)  # its option errors first, as `evaluate` does
     checked = preflight(opts)
@@ -858,7 +859,7 @@ def _print_dry_run(
     if e["runs"] is None:  # adaptive with --budget alone: no per-sample cap
         head = f"{e['samples']} samples, at most {e['rollouts_total']} rollouts in all"
     else:
-        head = f"{e['samples']} samples x {e['runs']} runs = {e['rollouts_total']} rollouts"
+        head = f"{e['samples']} samples x {e['runs']} rollouts = {e['rollouts_total']} rollouts"
     bound = "at most " if opts.adaptive else ""
     print(
         f"dry run: {head}, {e['rollouts_stored']} already stored in {e['run_dir']}, "

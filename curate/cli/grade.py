@@ -162,9 +162,9 @@ def grade_cmd(
 ) -> None:
     """Score a run's stored completions with another grader into a new run (no model), or
     grade completions made elsewhere: --completions FILE --data SAMPLES -o DIR."""
-    from curate.engine.preflight import check_grader_options, fold_code_score, parse_score_range
-    from curate.engine.progress import error_summary
-    from curate.engine.regrade import RegradeOptions, regrade
+    from curate.evaluation.preflight import check_grader_options, fold_code_score, parse_score_range
+    from curate.evaluation.progress import error_summary
+    from curate.evaluation.regrade import RegradeOptions, regrade
 
     if out is None:
         raise UsageError("--out DIR is required: the new run directory")
@@ -274,10 +274,10 @@ def _grade_outside(
     """`curate grade --completions FILE --data SAMPLES -o DIR`."""
     import sys
 
-    from curate.engine.completions import grade_completions
-    from curate.engine.options import EvalOptions
-    from curate.engine.preflight import parse_score_range
-    from curate.engine.progress import error_summary
+    from curate.evaluation.completions import grade_completions
+    from curate.evaluation.options import EvalOptions
+    from curate.evaluation.preflight import parse_score_range
+    from curate.evaluation.progress import error_summary
 
     options: dict[str, Any] = {}
     if max_bad_references is not None:

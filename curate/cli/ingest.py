@@ -1,5 +1,5 @@
 """`curate ingest`: a trainer's rollout files as run directories (parse the options, call
-`curate.engine.ingest.ingest`, print what was written)."""
+`curate.evaluation.ingest.ingest`, print what was written)."""
 
 from __future__ import annotations
 
@@ -129,9 +129,9 @@ def ingest(
     ] = False,
 ) -> None:
     """Turn a trainer's rollout files into run directories, one per step."""
-    from curate.engine.ingest import ingest as run_ingest
-    from curate.engine.ingest import parse_steps
-    from curate.engine.preflight import parse_score_range
+    from curate.evaluation.ingest import ingest as run_ingest
+    from curate.evaluation.ingest import parse_steps
+    from curate.evaluation.preflight import parse_score_range
     from curate.graders.base import ScoreRange
 
     result = run_ingest(

@@ -11,7 +11,7 @@ RunArg = Annotated[
     Path,
     typer.Argument(
         help="A run directory written by `curate eval`, or a Parquet/CSV/JSONL table with "
-        "columns sample_id and score (optional run_idx, error).",
+        "columns sample_id and score (optional rollout_idx, error).",
         show_default=False,
     ),
 ]

@@ -1,7 +1,7 @@
 """Writing to stdout when the reader may leave early (`curate report RUN | head`).
 
 A closed pipe is the reader's choice, not a failure: the rest of the output goes to
-/dev/null and the command ends with its own status (a failed gate still exits 1, a
+/dev/null and the command ends with its own status (a failed check still exits 1, a
 passed one 0), instead of a traceback or rich's blanket exit 1.
 """
 

@@ -31,8 +31,8 @@ _CODE = re.compile(r"`([^`]+)`")
 class ParamRow:
     """One argument or option: how it is spelt, what it does, its default or range."""
 
-    names: tuple[str, ...]  # every spelling: "--runs", "-n"; an argument's metavar
-    usage: str  # as --help shows it: "-n, --runs N"
+    names: tuple[str, ...]  # every spelling: "--rollouts", "-n"; an argument's metavar
+    usage: str  # as --help shows it: "-n, --rollouts N"
     help: str
     extra: str  # "default: 8; x>=1", "required", or ""
     hidden: bool = False

@@ -1,4 +1,4 @@
-"""`curate report`: the data-set summary, and CI gates on it (parse the options, call
+"""`curate report`: the data-set summary, and CI checks on it (parse the options, call
 `curate.report.build.build_report`, render it)."""
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def report(
         ),
     ] = None,
 ) -> None:
-    """Summarise pass rates, variance, pass@k and mixed-group odds; exit 1 if a gate fails."""
+    """Summarise pass rates, variance, pass@k and mixed-group odds; exit 1 if a check fails."""
     from curate.report.build import build_report
 
     built = build_report(
@@ -153,27 +153,27 @@ def report(
         gen_batch_size=gen_batch_size,
         max_gen_batches=max_gen_batches,
     )
-    summary, gates, usage, name = built.summary, built.gates, built.usage, built.source
+    summary, checks, usage, name = built.summary, built.checks, built.usage, built.source
     suspects = built.suspects
     if show is ReportShow.suspects and suspects is not None:
         show_suspects(suspects, format, name)
     elif format is ReportFormat.json:
         from curate.report.render import render_json
 
-        write_stdout(render_json(summary, gates, source=name, usage=usage, suspects=suspects))
+        write_stdout(render_json(summary, checks, source=name, usage=usage, suspects=suspects))
     elif format is ReportFormat.markdown:
         from curate.report.render import render_markdown
 
-        text = render_markdown(summary, gates, source=name, usage=usage, suspects=suspects)
+        text = render_markdown(summary, checks, source=name, usage=usage, suspects=suspects)
         write_stdout(text)
         append_step_summary(text)
     else:
         from curate.report.render import render_table
 
-        render_table(summary, gates, stdout_console(), source=name, usage=usage, suspects=suspects)
-    if built.failed_gates:
-        for g in built.failed_gates:
-            print(f"curate: gate failed: {g.name}: {g.message}", file=sys.stderr)
+        render_table(summary, checks, stdout_console(), source=name, usage=usage, suspects=suspects)
+    if built.failed_checks:
+        for g in built.failed_checks:
+            print(f"curate: check failed: {g.name}: {g.message}", file=sys.stderr)
         raise typer.Exit(1)
 
 
@@ -192,7 +192,7 @@ def show_suspects(check: SuspectCheck, format: ReportFormat, name: str) -> None:
 def append_step_summary(text: str) -> None:
     """Append the Markdown report to $GITHUB_STEP_SUMMARY when it is set. A file that
     cannot be written is a warning, not a failure: the report is on stdout already and
-    the gates alone decide the exit status."""
+    the checks alone decide the exit status."""
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
     if not summary_file:
         return

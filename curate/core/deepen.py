@@ -7,7 +7,7 @@ pass-rate prior, which N rollouts cannot (a prompt never solved in 8 could have 
 pass rate below about 3/8).
 
 The rule every reader of a run follows (one rule, here): on a run whose manifest has
-a `deepen` record, a rollout with run_idx >= the run's nominal N (the manifest's
+a `deepen` record, a rollout with rollout_idx >= the run's nominal N (the manifest's
 `runs`) is a *deepening row*. Every per-sample figure (pass rate, categories, pass@k,
 the mixed share at G <= N, filters and exports) reads the first N rollouts of every
 prompt only, so a deepened run describes its prompts exactly as before; only the
@@ -66,7 +66,7 @@ def deepen_records(manifest: Mapping[str, Any] | None) -> list[dict[str, Any]]:
 
 
 def deepening_start(manifest: Mapping[str, Any] | None) -> int | None:
-    """The run_idx at which a deepened run's deepening rows begin: its nominal N (the
+    """The rollout_idx at which a deepened run's deepening rows begin: its nominal N (the
     manifest's `runs`). None for a run never deepened: every row counts."""
     if not deepen_records(manifest):
         return None
@@ -76,11 +76,11 @@ def deepening_start(manifest: Mapping[str, Any] | None) -> int | None:
 
 def descriptive_rows(manifest: Mapping[str, Any] | None) -> pl.Expr | None:
     """The filter that keeps a run's descriptive rows (every row but the deepening
-    ones: run_idx below the nominal N); None when every row counts."""
+    ones: rollout_idx below the nominal N); None when every row counts."""
     import polars as pl
 
     start = deepening_start(manifest)
-    return None if start is None else pl.col("run_idx") < start
+    return None if start is None else pl.col("rollout_idx") < start
 
 
 def draw_key(seed: int, sample_id: str) -> bytes:

@@ -16,7 +16,7 @@ class Rollout:
     """A graded completion, or a failed one: an error is data, never a score."""
 
     sample_id: str
-    run_idx: int
+    rollout_idx: int
     score: float | None = None  # null when `error` is set
     error: str | None = None  # null for a scored rollout
     completion: str | None = None
@@ -46,7 +46,7 @@ class Rollout:
 # Kept as strings so that importing this module does not import polars.
 ROLLOUT_DTYPES: Final[dict[str, str]] = {
     "sample_id": "String",
-    "run_idx": "Int32",
+    "rollout_idx": "Int32",
     "score": "Float64",
     "error": "String",
     "completion": "String",

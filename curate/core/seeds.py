@@ -9,9 +9,9 @@ from __future__ import annotations
 import hashlib
 
 
-def derive_seed(base_seed: int, sample_id: str, run_idx: int) -> int:
-    """A 31-bit seed (every engine accepts it) for this sample's run `run_idx`."""
+def derive_seed(base_seed: int, sample_id: str, rollout_idx: int) -> int:
+    """A 31-bit seed (every engine accepts it) for this sample's run `rollout_idx`."""
     digest = hashlib.blake2b(
-        f"{base_seed}\x1f{sample_id}\x1f{run_idx}".encode(), digest_size=8
+        f"{base_seed}\x1f{sample_id}\x1f{rollout_idx}".encode(), digest_size=8
     ).digest()
     return int.from_bytes(digest, "big") & 0x7FFF_FFFF

@@ -1,5 +1,5 @@
 """`build_report`: from a run or score table to everything `curate report` prints and
-gates on (the library call behind the command)."""
+checks (the library call behind the command)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from curate.core.reasoning import truncation_of
 from curate.errors import UsageError
-from curate.report.gates import GateResult, evaluate_gates
+from curate.report.checks import CheckResult, evaluate_checks
 from curate.stats.dataset import DatasetSummary
 from curate.stats.per_sample import DEFAULT_GROUP_SIZE, DEFAULT_THRESHOLD
 from curate.stats.suspects import DEFAULT_MIN_N, DEFAULT_MIN_SHARE
@@ -26,14 +26,14 @@ DEFAULT_GROUP_COLUMN = "data_source"
 class Report:
     source: str
     summary: DatasetSummary
-    gates: list[GateResult]
+    checks: list[CheckResult]
     usage: dict[str, Any] | None
     # Suspect labels (curate.analysis.suspects); None when not asked for (suspects=False).
     suspects: SuspectCheck | None = None
 
     @property
-    def failed_gates(self) -> list[GateResult]:
-        return [g for g in self.gates if not g.passed]
+    def failed_checks(self) -> list[CheckResult]:
+        return [g for g in self.checks if not g.passed]
 
 
 def build_report(
@@ -54,7 +54,7 @@ def build_report(
     gen_batch_size: int | None = None,
     max_gen_batches: int | None = None,
 ) -> Report:
-    """Read the scores once, summarise them, check the requested gates.
+    """Read the scores once, summarise them, check the requested checks.
 
     The summary's `by_group` breaks the figures down by `group_by`, a column of the
     run's samples.parquet or of the score table (an error when missing), or by
@@ -87,7 +87,7 @@ def build_report(
         group_by=group_by or DEFAULT_GROUP_COLUMN,
         require_group=group_by is not None,
     )
-    gates = evaluate_gates(
+    checks = evaluate_checks(
         loaded.summary, fail_under_signal=fail_under_signal, max_error_rate=max_error_rate
     )
     if plan_trainer is not None:
@@ -132,7 +132,7 @@ def build_report(
             manifest=loaded.manifest,
         )
     return Report(
-        source=str(path), summary=loaded.summary, gates=gates, usage=usage, suspects=check
+        source=str(path), summary=loaded.summary, checks=checks, usage=usage, suspects=check
     )
 
 

@@ -1,4 +1,4 @@
-"""`build_comparison` (what `curate compare` prints and gates on) and its renderings:
+"""`build_comparison` (what `curate compare` prints and checks) and its renderings:
 a rich table, the JSON contract, Markdown for CI.
 
 The JSON contract of `curate compare --format json` (keys are only ever added; floats
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from curate.core.outcome import CATEGORIES, LABELS
-from curate.report.gates import GateResult
+from curate.report.checks import CheckResult
 from curate.report.render import _clean
 from curate.stats.compare import (
     DEFAULT_ALPHA,
@@ -60,12 +60,12 @@ if TYPE_CHECKING:
 @dataclass
 class CompareReport:
     comparison: Comparison
-    gates: list[GateResult]
+    checks: list[CheckResult]
     warnings: list[str]
 
     @property
-    def failed_gates(self) -> list[GateResult]:
-        return [g for g in self.gates if not g.passed]
+    def failed_checks(self) -> list[CheckResult]:
+        return [g for g in self.checks if not g.passed]
 
 
 def build_comparison(
@@ -83,12 +83,12 @@ def build_comparison(
     if fail_on_forgotten is not None and not 0.0 <= fail_on_forgotten <= 1.0:
         raise ValueError("fail_on_forgotten is a share in [0, 1]")
     comparison = compare_runs(paths, alpha=alpha, group_size=group_size, threshold=threshold)
-    gates: list[GateResult] = []
+    checks: list[CheckResult] = []
     if fail_on_forgotten is not None:
         share = comparison.share("forgotten")
         ok = share <= fail_on_forgotten
-        gates.append(
-            GateResult(
+        checks.append(
+            CheckResult(
                 "fail-on-forgotten",
                 ok,
                 f"forgotten share {share:.1%} ({comparison.sets['forgotten']} of "
@@ -97,7 +97,7 @@ def build_comparison(
                 f"{'<=' if ok else '>'} allowed {fail_on_forgotten:.1%}",
             )
         )
-    return CompareReport(comparison, gates, _warnings(comparison))
+    return CompareReport(comparison, checks, _warnings(comparison))
 
 
 def _warnings(c: Comparison) -> list[str]:
@@ -210,8 +210,10 @@ def comparison_dict(report: CompareReport) -> dict[str, Any]:
         ],
         "forecast": c.forecast,
         "warnings": list(report.warnings),
-        "gates": [{"name": g.name, "passed": g.passed, "message": g.message} for g in report.gates],
-        "passed": all(g.passed for g in report.gates),
+        "gates": [
+            {"name": g.name, "passed": g.passed, "message": g.message} for g in report.checks
+        ],
+        "passed": all(g.passed for g in report.checks),
     }
     return _clean(out)
 
@@ -261,10 +263,10 @@ def render_comparison_markdown(report: CompareReport) -> str:
     c = report.comparison
     labels = [r.label for r in c.runs]
     lines = [f"## curate compare: {' → '.join(f'`{label}`' for label in labels)}", ""]
-    if report.gates:
-        verdict = "passed" if not report.failed_gates else "FAILED"
-        lines += [f"**Gates {verdict}**", ""]
-        lines += [f"- {'✅' if g.passed else '❌'} `{g.name}`: {g.message}" for g in report.gates]
+    if report.checks:
+        verdict = "passed" if not report.failed_checks else "FAILED"
+        lines += [f"**Checks {verdict}**", ""]
+        lines += [f"- {'✅' if g.passed else '❌'} `{g.name}`: {g.message}" for g in report.checks]
         lines.append("")
     lines += [
         f"{c.common} samples compared"

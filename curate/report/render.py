@@ -80,7 +80,7 @@ null):
                       recommended_max_tokens: int | null, recommended_cut_share:
                       float | null, recommended_is_lower_bound: bool
     empty_completions {rollouts, empty: int, share, warn_share: float, example:
-                      {sample_id: str, run_idx: int | null, completion: str} | null}:
+                      {sample_id: str, rollout_idx: int | null, completion: str} | null}:
                       answers with no letter or digit (only when the input stores
                       completions; `curate.analysis.empty`); table and Markdown show
                       them from a share of warn_share
@@ -96,7 +96,7 @@ from typing import TYPE_CHECKING, Any
 
 from curate.analysis.empty import empty_text, flagged
 from curate.core.outcome import CATEGORIES, LABELS
-from curate.report.gates import GateResult
+from curate.report.checks import CheckResult
 from curate.stats.adaptive import model_based_note
 from curate.stats.dataset import (
     MAX_MULTIPLIER,
@@ -147,7 +147,7 @@ def _clean(value: Any) -> Any:
 
 def report_dict(
     summary: DatasetSummary,
-    gates: list[GateResult],
+    checks: list[CheckResult],
     *,
     source: str | None = None,
     usage: dict[str, Any] | None = None,
@@ -155,8 +155,8 @@ def report_dict(
 ) -> dict[str, Any]:
     """The JSON contract of `curate report --format json` (module docstring)."""
     out = summary.to_dict()
-    out["gates"] = [{"name": g.name, "passed": g.passed, "message": g.message} for g in gates]
-    out["passed"] = all(g.passed for g in gates)
+    out["gates"] = [{"name": g.name, "passed": g.passed, "message": g.message} for g in checks]
+    out["passed"] = all(g.passed for g in checks)
     if source is not None:
         out["source"] = source
     if usage is not None:
@@ -168,13 +168,13 @@ def report_dict(
 
 def render_json(
     summary: DatasetSummary,
-    gates: list[GateResult],
+    checks: list[CheckResult],
     *,
     source: str | None = None,
     usage: dict[str, Any] | None = None,
     suspects: SuspectCheck | None = None,
 ) -> str:
-    out = report_dict(summary, gates, source=source, usage=usage, suspects=suspects)
+    out = report_dict(summary, checks, source=source, usage=usage, suspects=suspects)
     return json.dumps(out, indent=2) + "\n"
 
 
@@ -324,7 +324,7 @@ def _md_cell(text: str) -> str:
 
 def render_markdown(
     summary: DatasetSummary,
-    gates: list[GateResult],
+    checks: list[CheckResult],
     *,
     source: str | None = None,
     usage: dict[str, Any] | None = None,
@@ -334,11 +334,12 @@ def render_markdown(
     g = s.gate["group_size"]
     headline = share_text(s.gate["expected_open_fraction"], s.gate.get("interval"))
     lines = [f"## curate report{f': `{source}`' if source else ''}", ""]
-    if gates:
-        verdict = "passed" if all(gate.passed for gate in gates) else "FAILED"
-        lines += [f"**Gates {verdict}**", ""]
+    if checks:
+        verdict = "passed" if all(check.passed for check in checks) else "FAILED"
+        lines += [f"**Checks {verdict}**", ""]
         lines += [
-            f"- {'✅' if gate.passed else '❌'} `{gate.name}`: {gate.message}" for gate in gates
+            f"- {'✅' if check.passed else '❌'} `{check.name}`: {check.message}"
+            for check in checks
         ]
         lines.append("")
     lines += [
@@ -426,7 +427,7 @@ def render_markdown(
 
 def render_table(
     summary: DatasetSummary,
-    gates: list[GateResult],
+    checks: list[CheckResult],
     console: Console,
     *,
     source: str | None = None,
@@ -534,9 +535,9 @@ def render_table(
         console.print(f"{line} {example}", highlight=False, markup=False)
     for w in s.warnings:
         console.print(f"[yellow]warning[/yellow]: {w}", highlight=False)
-    for gate in gates:
-        mark = "[green]PASS[/green]" if gate.passed else "[red]FAIL[/red]"
-        console.print(f"{mark} {gate.name}: {gate.message}", highlight=False)
+    for check in checks:
+        mark = "[green]PASS[/green]" if check.passed else "[red]FAIL[/red]"
+        console.print(f"{mark} {check.name}: {check.message}", highlight=False)
 
 
 # -- suspect labels ------------------------------------------------------------

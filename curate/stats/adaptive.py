@@ -196,7 +196,7 @@ def adaptive_figures(
 
 def nominal_runs(manifest: Mapping[str, Any] | None) -> int | None:
     """An adaptive run's nominal rollouts per sample: its policy's cap, else the
-    run's --runs (a budget with no cap); None when the manifest gives neither."""
+    run's --rollouts (a budget with no cap); None when the manifest gives neither."""
     if not manifest:
         return None
     policy = manifest.get("adaptive_policy") or {}

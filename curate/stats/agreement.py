@@ -1,6 +1,6 @@
 """Agreement between two graders of the same rollouts (`curate agree RUN RUN2`).
 
-Rollouts are paired on (sample_id, run_idx); a pair counts when both graders scored it.
+Rollouts are paired on (sample_id, rollout_idx); a pair counts when both graders scored it.
 Pass/fail is full credit (`PASS_SCORE`), the rule of every pass rate. For the pairs:
 
 * the 2x2 confusion table of pass/fail and Cohen's kappa, (p_o - p_e) / (1 - p_e) with
@@ -23,7 +23,7 @@ import polars as pl
 
 from curate.core.outcome import OUTCOMES, PASS_SCORE, outcome_expr
 
-KEYS = ("sample_id", "run_idx")
+KEYS = ("sample_id", "rollout_idx")
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +121,7 @@ def _outcomes(rows: pl.DataFrame) -> pl.DataFrame:
 
 def agreement(first: pl.DataFrame, second: pl.DataFrame) -> Agreement:
     """How two graders agree on the same rollouts. Both frames hold one row per
-    (sample_id, run_idx) with `score` and `error` (a run directory's rollouts)."""
+    (sample_id, rollout_idx) with `score` and `error` (a run directory's rollouts)."""
     cols = [*KEYS, "score", "error"]
     a = first.select(cols).with_columns(
         pl.when(pl.col("error").is_null()).then(pl.col("score")).alias("score")

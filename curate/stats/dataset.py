@@ -420,7 +420,7 @@ def remedy_text(m: ComputeMultiplier) -> str:
     if "deepen" in r:
         return f"the same curate eval with --deepen {r['deepen']} --to {r['to']}"
     if "max_runs" in r:
-        return f"the same curate eval --adaptive with --max-runs {r['max_runs']}"
+        return f"the same curate eval --adaptive with --max-rollouts {r['max_runs']}"
     return f"the same curate eval again with -n {r['runs']}"
 
 

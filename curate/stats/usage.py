@@ -1,6 +1,6 @@
 """Token usage and cost: what a run spent (`usage_summary`, the report's `usage`
 section). Prices are USD per million tokens; what a run would spend is estimated in
-`curate.engine.estimate`. Pure functions: the store reads the token columns."""
+`curate.evaluation.estimate`. Pure functions: the store reads the token columns."""
 
 from __future__ import annotations
 

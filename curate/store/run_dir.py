@@ -22,7 +22,7 @@ refused while one writes) and an exclusive flock on its own RUN/.lock.shard-I-of
 (which refuses a second writer of the same shard). Shard writers check and update the
 manifest under RUN/.manifest.lock, so the first one's settings bind the others.
 
-Readers de-duplicate on (sample_id, run_idx): a scored row beats an error row (a
+Readers de-duplicate on (sample_id, rollout_idx): a scored row beats an error row (a
 resumed run re-tries failed rollouts), and of two error rows the later shard wins.
 Two *scored* rows with different scores are a conflict (two writers at once): reading
 refuses them rather than pick one.
@@ -55,7 +55,9 @@ from curate.store.schema import (
     ROLLOUT_COLUMNS,
     ROLLOUTS_DIR,
     SAMPLES_FILE,
+    rollout_file_schema,
     rollout_schema,
+    scan_rollout_file,
 )
 
 if TYPE_CHECKING:
@@ -72,7 +74,7 @@ LOCK_PATIENCE_S = 1.0
 CORRUPT_DIR = "corrupt"
 SET_ASIDE_OPTION = "--set-aside-corrupt"
 # Columns every shard must have, with these dtypes, for a reader to use it at all.
-KEY_COLUMNS = ("sample_id", "run_idx", "score", "error")
+KEY_COLUMNS = ("sample_id", "rollout_idx", "score", "error")
 
 
 def is_run_dir(path: str | os.PathLike[str]) -> bool:
@@ -359,7 +361,7 @@ class RolloutStore:
                 .alias(name)
                 for name, dtype in schema.items()
             ]
-        ).sort("sample_id", "run_idx")
+        ).sort("sample_id", "rollout_idx")
         # Time-ordered names: lexical order is write order, which dedup relies on.
         name = f"part-{time.time_ns():020d}-{os.getpid()}-{next(_shard_counter):06d}.parquet"
         target = self.rollouts_dir / name
@@ -393,14 +395,14 @@ class RolloutStore:
         return pl.concat(frames, how="vertical")
 
     def rollouts(self, columns: list[str] | None = None) -> pl.DataFrame:
-        """De-duplicated rollouts: one row per (sample_id, run_idx).
+        """De-duplicated rollouts: one row per (sample_id, rollout_idx).
 
         Raises InputError naming the shard when one cannot be read, and naming the
         pair and the shards when two scored rows of a pair disagree.
         """
 
         wanted = list(columns or ROLLOUT_COLUMNS)
-        for key in ("sample_id", "run_idx", "error"):
+        for key in ("sample_id", "rollout_idx", "error"):
             if key not in wanted:
                 wanted.append(key)
         cols = wanted + ([] if "score" in wanted else ["score"])
@@ -408,14 +410,14 @@ class RolloutStore:
         frame = self._collect(self.scan(cols, shards=shards), shards, cols)
         # The score decides conflicts; callers that did not ask for it do not get it.
         extra = [] if "score" in wanted else ["score"]
-        # The usual case, no repeated pair, in (sample_id, run_idx) order as the
+        # The usual case, no repeated pair, in (sample_id, rollout_idx) order as the
         # de-duplicating path returns it: shards are written sorted, and often follow
         # each other in order too (a linear check, ~15 ms on a million rows).
         if _strictly_sorted(frame):
             return frame.drop("_shard", *extra)
         # Shards out of order: the sort is needed anyway, and once sorted the same
         # linear check proves the pairs distinct (cheaper than a group-by or a hash).
-        frame = frame.sort("sample_id", "run_idx", "_shard")
+        frame = frame.sort("sample_id", "rollout_idx", "_shard")
         if _strictly_sorted(frame):
             return frame.drop("_shard", *extra)
         return _resolve_repeats(frame, shards, self.rollouts_dir).drop("_shard", *extra)
@@ -447,22 +449,22 @@ class RolloutStore:
             ) from exc
 
     def completed_pairs(self) -> pl.DataFrame:
-        """(sample_id, run_idx) pairs that a resume does not redo: a scored rollout, or
+        """(sample_id, rollout_idx) pairs that a resume does not redo: a scored rollout, or
         an error that recurs (`curate.core.settled`)."""
 
-        cols = ["sample_id", "run_idx", "error", SETTLED_COLUMN]
+        cols = ["sample_id", "rollout_idx", "error", SETTLED_COLUMN]
         shards = self.shard_paths()
         frame = self._collect(self.scan(cols, shards=shards), shards, cols)
-        return frame.filter(settled_expr()).select("sample_id", "run_idx").unique()
+        return frame.filter(settled_expr()).select("sample_id", "rollout_idx").unique()
 
     def missing_pairs(self, sample_ids: Sequence[str] | pl.Series, runs: int) -> int:
-        """How many pairs (sample_id, run_idx < runs) of `sample_ids` a resume would
+        """How many pairs (sample_id, rollout_idx < runs) of `sample_ids` a resume would
         redo (no scored rollout, no settled error): 0 means a fixed-N `curate eval` has
         nothing left to do."""
         return self.pair_tally(sample_ids, runs).missing
 
     def pair_tally(self, sample_ids: Sequence[str] | pl.Series, runs: int) -> PairTally:
-        """The pairs (sample_id, run_idx < runs) of `sample_ids`: how many are expected,
+        """The pairs (sample_id, rollout_idx < runs) of `sample_ids`: how many are expected,
         scored, and stored as an error that recurs (`curate.core.settled`)."""
         import polars as pl
 
@@ -470,9 +472,9 @@ class RolloutStore:
         total = ids.len() * runs
         if total == 0 or not self.shard_paths():
             return PairTally(expected=total, scored=0, settled=0)
-        stored = self.rollouts(["sample_id", "run_idx", "error", SETTLED_COLUMN])
+        stored = self.rollouts(["sample_id", "rollout_idx", "error", SETTLED_COLUMN])
         mine = stored.filter(
-            pl.col("run_idx").is_between(0, runs - 1) & pl.col("sample_id").is_in(ids.implode())
+            pl.col("rollout_idx").is_between(0, runs - 1) & pl.col("sample_id").is_in(ids.implode())
         )
         counts = mine.select(
             pl.col("error").is_null().sum().alias("scored"),
@@ -483,7 +485,7 @@ class RolloutStore:
 
 @dataclass(frozen=True, slots=True)
 class PairTally:
-    """Where a run's (sample_id, run_idx) pairs stand (`RolloutStore.pair_tally`)."""
+    """Where a run's (sample_id, rollout_idx) pairs stand (`RolloutStore.pair_tally`)."""
 
     expected: int
     scored: int
@@ -521,10 +523,10 @@ def _scan_shard(path: Path, cols: list[str], late: list[str]) -> pl.LazyFrame:
     """One shard's `cols`; a column added after the shard was written reads as null."""
     import polars as pl
 
-    lf = pl.scan_parquet(path)
+    lf = scan_rollout_file(path)
     if late:
         try:
-            have = set(pl.read_parquet_schema(path))
+            have = set(rollout_file_schema(path))
         except (pl.exceptions.PolarsError, OSError):
             have = set(late)  # unreadable: the scan fails and `_collect` names the shard
         absent = [name for name in late if name not in have]
@@ -549,7 +551,7 @@ def shard_problem(path: Path, columns: list[str]) -> str | None:
     import polars as pl
 
     try:
-        schema = pl.read_parquet_schema(path)
+        schema = rollout_file_schema(path)
         expected = rollout_schema()
         for name in columns:
             if name not in schema and name not in LATE_ROLLOUT_COLUMNS:
@@ -851,23 +853,23 @@ def _field_problems(
 
 
 def prefer_latest_scored(frame: pl.DataFrame) -> pl.DataFrame:
-    """One row per (sample_id, run_idx): scored beats error, then later `_shard` wins."""
+    """One row per (sample_id, rollout_idx): scored beats error, then later `_shard` wins."""
     import polars as pl
 
     return (
         frame.with_columns(pl.col("error").is_null().alias("_scored"))
-        .sort(["sample_id", "run_idx", "_scored", "_shard"])
-        .unique(subset=["sample_id", "run_idx"], keep="last", maintain_order=True)
+        .sort(["sample_id", "rollout_idx", "_scored", "_shard"])
+        .unique(subset=["sample_id", "rollout_idx"], keep="last", maintain_order=True)
         .drop("_scored")
     )
 
 
 def _resolve_repeats(frame: pl.DataFrame, shards: list[Path], where: Path) -> pl.DataFrame:
-    """One row per pair of `frame` (sorted by sample_id, run_idx, _shard), refusing
+    """One row per pair of `frame` (sorted by sample_id, rollout_idx, _shard), refusing
     conflicts. Repeats sit next to each other, so only they are grouped and sorted."""
     import polars as pl
 
-    sid, rid = pl.col("sample_id"), pl.col("run_idx")
+    sid, rid = pl.col("sample_id"), pl.col("rollout_idx")
     same_prev = (sid == sid.shift(1)) & (rid == rid.shift(1))
     same_next = (sid == sid.shift(-1)) & (rid == rid.shift(-1))
     rows = frame.with_row_index("_row")
@@ -879,7 +881,7 @@ def _resolve_repeats(frame: pl.DataFrame, shards: list[Path], where: Path) -> pl
 
 
 def _refuse_conflicts(frame: pl.DataFrame, shards: list[Path], where: Path) -> None:
-    """InputError when a (sample_id, run_idx) has scored rows with different scores.
+    """InputError when a (sample_id, rollout_idx) has scored rows with different scores.
 
     A scored row replacing an error row (a resume re-trying a failed rollout) and an
     exact repeat are not conflicts. Only the repeated pairs are looked at.
@@ -887,16 +889,16 @@ def _refuse_conflicts(frame: pl.DataFrame, shards: list[Path], where: Path) -> N
     import polars as pl
 
     scored = frame.filter(
-        pl.struct("sample_id", "run_idx").is_duplicated() & pl.col("error").is_null()
+        pl.struct("sample_id", "rollout_idx").is_duplicated() & pl.col("error").is_null()
     )
     conflicts = (
-        scored.group_by("sample_id", "run_idx")
+        scored.group_by("sample_id", "rollout_idx")
         .agg(
             pl.col("score").n_unique().alias("_scores"),
             pl.struct("_shard", "score").sort_by("_shard").alias("_rows"),
         )
         .filter(pl.col("_scores") > 1)
-        .sort("sample_id", "run_idx")
+        .sort("sample_id", "rollout_idx")
     )
     if conflicts.height == 0:
         return
@@ -904,45 +906,45 @@ def _refuse_conflicts(frame: pl.DataFrame, shards: list[Path], where: Path) -> N
     seen = ", ".join(f"{r['score']:g} in {shards[r['_shard']].name}" for r in first["_rows"])
     n_shards = conflicts["_rows"].explode().struct.field("_shard").n_unique()
     raise InputError(
-        f"{conflicts.height} (sample_id, run_idx) pair(s) scored twice with different "
+        f"{conflicts.height} (sample_id, rollout_idx) pair(s) scored twice with different "
         f"scores, across {n_shards} shard(s): sample {first['sample_id']!r} run "
-        f"{first['run_idx']} scored {seen}; two writers ran at once? Re-run with "
+        f"{first['rollout_idx']} scored {seen}; two writers ran at once? Re-run with "
         "--force-new (or into another --out) to regenerate the run",
         path=where,
     )
 
 
 def _strictly_sorted(frame: pl.DataFrame) -> bool:
-    """True when (sample_id, run_idx) rises strictly row by row: sorted, no repeats."""
+    """True when (sample_id, rollout_idx) rises strictly row by row: sorted, no repeats."""
     import polars as pl
 
-    sid, rid = pl.col("sample_id"), pl.col("run_idx")
+    sid, rid = pl.col("sample_id"), pl.col("rollout_idx")
     prev = sid.shift(1)
     rising = (pl.int_range(pl.len()) == 0) | (sid > prev) | ((sid == prev) & (rid > rid.shift(1)))
     return bool(frame.select(rising.fill_null(False).all()).item())
 
 
-# The largest run_idx `run_bits` encodes as a bit of a UInt64.
+# The largest rollout_idx `run_bits` encodes as a bit of a UInt64.
 MAX_BIT_RUN_IDX = 63
 
 
 def run_bits() -> pl.Expr:
-    """2**run_idx per row as UInt64, null for a run_idx outside 0..63 (or null).
+    """2**rollout_idx per row as UInt64, null for a rollout_idx outside 0..63 (or null).
 
-    Summed over one sample's rows it has exactly one set bit per row iff no run_idx
+    Summed over one sample's rows it has exactly one set bit per row iff no rollout_idx
     repeats: a repeat carries (and a UInt64 wrap-around only drops bits), and a null
     leaves a bit short. So `bits.sum().bitwise_count_ones() == len()` per sample proves
-    the (sample_id, run_idx) pairs distinct with a group-by on sample_id alone.
+    the (sample_id, rollout_idx) pairs distinct with a group-by on sample_id alone.
     """
     import polars as pl
 
-    rid = pl.col("run_idx")
+    rid = pl.col("rollout_idx")
     bit = pl.lit(2, dtype=pl.UInt64).pow(rid.clip(0, MAX_BIT_RUN_IDX).cast(pl.UInt32))
     return pl.when(rid.is_between(0, MAX_BIT_RUN_IDX)).then(bit)
 
 
 def pairs_distinct(frame: pl.DataFrame) -> bool:
-    """True when no (sample_id, run_idx) pair of `frame` repeats, proved with `run_bits`
+    """True when no (sample_id, rollout_idx) pair of `frame` repeats, proved with `run_bits`
     (several times cheaper than hashing every pair); False means "not proved"."""
     import polars as pl
 

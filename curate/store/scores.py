@@ -36,14 +36,20 @@ from curate.core.deepen import descriptive_rows
 from curate.core.reasoning import truncation_of
 from curate.errors import InputError, one_line
 from curate.store.run_dir import RolloutStore, is_run_dir, pairs_distinct, run_bits
-from curate.store.schema import REQUIRED_SCORE_COLUMNS, TOKEN_COLUMNS
+from curate.store.schema import (
+    REQUIRED_SCORE_COLUMNS,
+    TOKEN_COLUMNS,
+    rollout_file_schema,
+    scan_rollout_file,
+    with_current_names,
+)
 from curate.store.tables import TABLE_SUFFIXES, read_table, scan_table, table_format
 
 if TYPE_CHECKING:
     import polars as pl
 
 # The columns analysis needs; optional extras are carried when present.
-SCORE_COLUMNS = ("sample_id", "run_idx", "score", "error")
+SCORE_COLUMNS = ("sample_id", "rollout_idx", "score", "error")
 _EXTRA_COLUMNS = (*TOKEN_COLUMNS, "truncated")
 
 
@@ -137,7 +143,7 @@ def load_scores(path: str | os.PathLike[str], *, deepening: bool = False) -> Sco
     table_format(path)  # unknown suffix -> InputError before reading
     try:
         # A .json file may hold one JSON array, which only the eager reader understands.
-        lf = read_table(path).lazy() if path.suffix.lower() == ".json" else scan_table(path)
+        lf = _score_table(path, json_array=path.suffix.lower() == ".json")
         names = lf.collect_schema().names()
     except InputError:
         raise
@@ -193,7 +199,7 @@ class SampleMajor:
 @dataclass(frozen=True)
 class RunMajor:
     """A dense matrix stored run by run: `runs[r][i]` is the score of run r of sample
-    `ids[i]`, run_idx rising from run to run; every rollout scored."""
+    `ids[i]`, rollout_idx rising from run to run; every rollout scored."""
 
     ids: pl.Series
     runs: list[pl.Series]
@@ -205,8 +211,8 @@ class AnyOrder:
     `load_scores` as per-sample counts inside the one group-by the statistics need.
     `binary`: every scored rollout is exactly 0 or 1."""
 
-    rows: pl.LazyFrame  # sample_id, _score (as read), error, and run_idx when stored
-    has_run_idx: bool
+    rows: pl.LazyFrame  # sample_id, _score (as read), error, and rollout_idx when stored
+    has_rollout_idx: bool
     binary: bool
 
     def group(self, exprs: Sequence[pl.Expr]) -> pl.DataFrame | None:
@@ -216,7 +222,7 @@ class AnyOrder:
         import polars as pl
 
         checks = [pl.len().alias("_rows"), _bad_row().sum().alias("_bad")]
-        if self.has_run_idx:  # distinct (sample_id, run_idx) pairs, proved per sample
+        if self.has_rollout_idx:  # distinct (sample_id, rollout_idx) pairs, proved per sample
             checks.append(run_bits().sum().alias("_bits"))
         try:
             agg = (
@@ -230,7 +236,7 @@ class AnyOrder:
         if agg.height == 0 or agg["sample_id"].null_count() or agg["_bad"].sum():
             return None
         if (
-            self.has_run_idx
+            self.has_rollout_idx
             and not agg.select(
                 (pl.col("_bits").bitwise_count_ones() == pl.col("_rows")).all()
             ).item()
@@ -252,7 +258,7 @@ Layout: TypeAlias = SampleMajor | RunMajor | AnyOrder | Rows
 @dataclass(kw_only=True)
 class ScoreRead(_Origin):
     """The rows of one read, how they are laid out, and where they came from.
-    `rollouts` holds the validated rows (sample_id, run_idx, score, error); after a
+    `rollouts` holds the validated rows (sample_id, rollout_idx, score, error); after a
     fast read it is lazy, read again only if a statistic needs rows (partial credit)."""
 
     layout: Layout
@@ -297,10 +303,10 @@ class ScoreRead(_Origin):
             # Two columns of samples.parquet, not every prompt: the file may be large.
             path = self.store.samples_path
             if path.is_file() and {"sample_id", column} <= set(pl.read_parquet_schema(path)):
-                frame = pl.scan_parquet(path)
+                frame = scan_rollout_file(path)
         else:
             try:
-                lf = read_table(self.path).lazy() if _is_json(self.path) else scan_table(self.path)
+                lf = _score_table(self.path, json_array=_is_json(self.path))
                 if column in lf.collect_schema().names():
                     frame = lf
             except _input_errors() as exc:
@@ -332,6 +338,13 @@ def read_scores(path: str | os.PathLike[str], *, fast: bool = True) -> ScoreRead
     path = Path(path)
     read = _one_scan(path) if fast else None
     return read if read is not None else _exact_read(path)
+
+
+def _score_table(path: Path, *, json_array: bool) -> pl.LazyFrame:
+    """A score table given by a user, lazily, under today's column names (a .json file may hold
+    one JSON array, which only the eager reader understands)."""
+    lf = read_table(path).lazy() if json_array else scan_table(path)
+    return with_current_names(lf)
 
 
 def _is_json(path: Path) -> bool:
@@ -367,8 +380,8 @@ def _one_scan(path: Path) -> ScoreRead | None:
         frame = plan.rows.collect()
         tokens = _table_tokens(frame) if plan.store is None else _run_tokens(frame)
         binary = _all_binary(frame)
-        layout: Layout = _dense_layout(frame, plan.has_run_idx, binary) or AnyOrder(
-            plan.rows, plan.has_run_idx, binary
+        layout: Layout = _dense_layout(frame, plan.has_rollout_idx, binary) or AnyOrder(
+            plan.rows, plan.has_rollout_idx, binary
         )
     # Unreadable or unusual input: load_scores reads it again and names the problem.
     except _input_errors():
@@ -376,13 +389,13 @@ def _one_scan(path: Path) -> ScoreRead | None:
     excluded = plan.store is not None and excludes_truncated(plan.manifest)
     lengths = None if excluded else _length_rows(frame, "_score")
     rows = plan.rows
-    if not plan.has_run_idx:
+    if not plan.has_rollout_idx:
         # As load_scores does: number each sample's rows in file order.
         rows = rows.with_columns(
-            pl.int_range(pl.len()).over("sample_id").cast(pl.Int32).alias("run_idx")
+            pl.int_range(pl.len()).over("sample_id").cast(pl.Int32).alias("rollout_idx")
         )
     rollouts = rows.select(
-        "sample_id", pl.col("run_idx").cast(pl.Int32), _validated_score(), "error"
+        "sample_id", pl.col("rollout_idx").cast(pl.Int32), _validated_score(), "error"
     )
     return ScoreRead(
         path=path,
@@ -430,7 +443,7 @@ def _all_binary(frame: pl.DataFrame) -> bool:
 
 
 def _dense_layout(
-    frame: pl.DataFrame, has_run_idx: bool, binary: bool
+    frame: pl.DataFrame, has_rollout_idx: bool, binary: bool
 ) -> SampleMajor | RunMajor | None:
     """The layout when the rows are a dense matrix of S samples x W runs with no failed
     rollout, stored sample-major or run-major, every check passed. None when the rows
@@ -447,9 +460,9 @@ def _dense_layout(
         return None
     if not (binary and frame["_score"].null_count() == 0) and frame.select(_bad_row().any()).item():
         return None
-    if has_run_idx:
-        rid = frame["run_idx"]
-        # load_scores stores run_idx as Int32 (and fails on what does not fit).
+    if has_rollout_idx:
+        rid = frame["rollout_idx"]
+        # load_scores stores rollout_idx as Int32 (and fails on what does not fit).
         if rid.null_count() or not -(2**31) <= int(rid.min()) <= int(rid.max()) < 2**31:  # type: ignore[arg-type]
             return None
     # Where the first sample's rows are tells the layout: rows 0..W-1 (sample-major),
@@ -460,13 +473,13 @@ def _dense_layout(
     changes = (probe != probe[0]).arg_true()
     width = int(changes[0]) if len(changes) else 0
     if width >= 2:
-        return _sample_major(frame, width, has_run_idx, binary)
+        return _sample_major(frame, width, has_rollout_idx, binary)
     first = (ids == ids[0]).arg_true()
     count = len(first)
     if width == 0 and count >= 2 and int(first[-1]) == count - 1:  # a block past the probe
-        return _sample_major(frame, count, has_run_idx, binary)
+        return _sample_major(frame, count, has_rollout_idx, binary)
     if 2 <= count <= _MAX_RUN_BLOCKS:
-        return _run_major(frame, first, has_run_idx)
+        return _run_major(frame, first, has_rollout_idx)
     return None
 
 
@@ -478,9 +491,9 @@ _WIDTH_PROBE = 4096
 
 
 def _sample_major(
-    frame: pl.DataFrame, width: int, has_run_idx: bool, binary: bool
+    frame: pl.DataFrame, width: int, has_rollout_idx: bool, binary: bool
 ) -> SampleMajor | None:
-    """Blocks of `width` rows, one per sample, run_idx rising within each."""
+    """Blocks of `width` rows, one per sample, rollout_idx rising within each."""
 
     import polars as pl
 
@@ -496,8 +509,8 @@ def _sample_major(
         return None
     if same.gather(pl.int_range(width - 1, total - 1, width, dtype=pl.UInt32, eager=True)).any():
         return None
-    # Strictly rising run_idx within a block: no (sample_id, run_idx) pair repeats.
-    if has_run_idx and (same & ~_adjacent(frame["run_idx"], operator.gt)).any():
+    # Strictly rising rollout_idx within a block: no (sample_id, rollout_idx) pair repeats.
+    if has_rollout_idx and (same & ~_adjacent(frame["rollout_idx"], operator.gt)).any():
         return None
     del same
     ids = _every_nth(sid, width)
@@ -544,8 +557,8 @@ def _all_distinct(ids: pl.Series) -> bool:
     return ids.hash().n_unique() == len(ids) or ids.n_unique() == len(ids)
 
 
-def _run_major(frame: pl.DataFrame, first: pl.Series, has_run_idx: bool) -> RunMajor | None:
-    """W blocks of S rows, each the same S samples in the same order, run_idx rising
+def _run_major(frame: pl.DataFrame, first: pl.Series, has_rollout_idx: bool) -> RunMajor | None:
+    """W blocks of S rows, each the same S samples in the same order, rollout_idx rising
     from block to block for every sample; `first` holds the rows of the first sample."""
     import polars as pl
 
@@ -558,8 +571,8 @@ def _run_major(frame: pl.DataFrame, first: pl.Series, has_run_idx: bool) -> RunM
     ids = frame["sample_id"].slice(0, size)
     if not all((frame["sample_id"].slice(r * size, size) == ids).all() for r in range(1, width)):
         return None
-    if has_run_idx:
-        rid = frame["run_idx"]
+    if has_rollout_idx:
+        rid = frame["rollout_idx"]
         if not all(
             (rid.slice(r * size, size) > rid.slice((r - 1) * size, size)).all()
             for r in range(1, width)
@@ -572,11 +585,11 @@ def _run_major(frame: pl.DataFrame, first: pl.Series, has_run_idx: bool) -> RunM
 
 class _Plan(NamedTuple):
     """How `_one_scan` reads: `rows` has `sample_id` (String), `_score` (Float64, as in
-    the file), `error` (String), maybe `run_idx`, cast as load_scores casts, and the
+    the file), `error` (String), maybe `rollout_idx`, cast as load_scores casts, and the
     token columns as stored."""
 
     rows: pl.LazyFrame
-    has_run_idx: bool
+    has_rollout_idx: bool
     manifest: dict[str, Any] | None
     store: RolloutStore | None
 
@@ -595,7 +608,7 @@ def _one_pass_plan(path: Path) -> _Plan | None:
             return None
         # load_scores reads these columns of every shard: each must have them, alike.
         cols = [*SCORE_COLUMNS, *(c for c in _EXTRA_COLUMNS if c in _shard_columns(store))]
-        schemas = [pl.read_parquet_schema(s) for s in shards]
+        schemas = [rollout_file_schema(s) for s in shards]
         first = {c: schemas[0].get(c) for c in cols}
         if any({c: s.get(c) for c in cols} != first for s in schemas):
             return None
@@ -603,8 +616,8 @@ def _one_pass_plan(path: Path) -> _Plan | None:
             first["sample_id"] != pl.String
             or first["error"] != pl.String
             or first["score"] != pl.Float64
-            or first["run_idx"] is None
-            or not first["run_idx"].is_integer()
+            or first["rollout_idx"] is None
+            or not first["rollout_idx"].is_integer()
         ):
             return None
         # The report counts tokens only when the run records both (as it always did).
@@ -626,15 +639,15 @@ def _one_pass_plan(path: Path) -> _Plan | None:
     # Existence first: a missing path is load_scores' to name, not an unknown format.
     if not path.is_file() or table_format(path) != "parquet":
         return None
-    lf = scan_table(path)
+    lf = _score_table(path, json_array=False)
     schema = lf.collect_schema()
     if any(c not in schema for c in REQUIRED_SCORE_COLUMNS):
         return None
     score = schema["score"]
     if not (score == pl.Boolean or score.is_numeric()):
         return None
-    has_run_idx = "run_idx" in schema
-    if has_run_idx and not schema["run_idx"].is_integer():
+    has_rollout_idx = "rollout_idx" in schema
+    if has_rollout_idx and not schema["rollout_idx"].is_integer():
         return None
     error = (
         pl.col("error").cast(pl.String).replace("", None)
@@ -643,13 +656,13 @@ def _one_pass_plan(path: Path) -> _Plan | None:
     )
     rows = lf.select(
         pl.col("sample_id").cast(pl.String),
-        *(["run_idx"] if has_run_idx else []),
+        *(["rollout_idx"] if has_rollout_idx else []),
         pl.col("score").cast(pl.Float64).alias("_score"),
         error.alias("error"),
         *(c for c in TOKEN_COLUMNS if c in schema),
         *(["truncated"] if "truncated" in schema and "completion_tokens" in schema else []),
     )
-    return _Plan(rows, has_run_idx, None, None)
+    return _Plan(rows, has_rollout_idx, None, None)
 
 
 def _table_tokens(frame: pl.DataFrame) -> pl.DataFrame | None:
@@ -672,11 +685,10 @@ def _run_tokens(frame: pl.DataFrame) -> pl.DataFrame | None:
 
 def _stored_tokens(store: RolloutStore) -> pl.DataFrame | None:
     """The token columns of every row of every shard, when the shards have both."""
-    import polars as pl
 
     try:
         shards = store.shard_paths()
-        if not shards or not set(TOKEN_COLUMNS) <= set(pl.read_parquet_schema(shards[0])):
+        if not shards or not set(TOKEN_COLUMNS) <= set(rollout_file_schema(shards[0])):
             return None
         return store.scan(list(TOKEN_COLUMNS)).drop("_shard").collect()
     except _input_errors():  # usage is optional: the scores decide whether a read works
@@ -684,12 +696,11 @@ def _stored_tokens(store: RolloutStore) -> pl.DataFrame | None:
 
 
 def _shard_columns(store: RolloutStore) -> set[str]:
-    import polars as pl
 
     shards = store.shard_paths()
     if not shards:
         return set()
-    return set(pl.read_parquet_schema(shards[0]))
+    return set(rollout_file_schema(shards[0]))
 
 
 def _normalise(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
@@ -721,22 +732,26 @@ def _normalise(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
                 path=path,
             )
         frame = frame.with_columns(parsed.alias("score"))
-    if "run_idx" in frame.columns:
-        run_idx = frame["run_idx"]
-        if not run_idx.dtype.is_integer():
-            cast = run_idx.cast(pl.Int64, strict=False)
-            if cast.null_count() > run_idx.null_count():
-                raise InputError("run_idx is not an integer column", path=path)
-        if frame["run_idx"].null_count():
-            raise InputError("run_idx has missing values", path=path)
-        frame = frame.with_columns(pl.col("run_idx").cast(pl.Int32))
+    if "rollout_idx" in frame.columns:
+        rollout_idx = frame["rollout_idx"]
+        if not rollout_idx.dtype.is_integer():
+            cast = rollout_idx.cast(pl.Int64, strict=False)
+            if cast.null_count() > rollout_idx.null_count():
+                raise InputError("rollout_idx is not an integer column", path=path)
+        if frame["rollout_idx"].null_count():
+            raise InputError("rollout_idx has missing values", path=path)
+        frame = frame.with_columns(pl.col("rollout_idx").cast(pl.Int32))
     else:
         # No run index: number each sample's rows in file order.
         frame = frame.with_columns(
-            pl.int_range(pl.len()).over("sample_id").cast(pl.Int32).alias("run_idx")
+            pl.int_range(pl.len()).over("sample_id").cast(pl.Int32).alias("rollout_idx")
         )
     return frame.select(
-        "sample_id", "run_idx", "score", "error", *(c for c in _EXTRA_COLUMNS if c in frame.columns)
+        "sample_id",
+        "rollout_idx",
+        "score",
+        "error",
+        *(c for c in _EXTRA_COLUMNS if c in frame.columns),
     )
 
 
@@ -765,11 +780,11 @@ def _validate(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
 
 
 def _resolve_duplicates(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
-    """Drop exact repeats of a (sample_id, run_idx) row; refuse conflicting ones."""
+    """Drop exact repeats of a (sample_id, rollout_idx) row; refuse conflicting ones."""
     import polars as pl
 
-    sid, rid = pl.col("sample_id"), pl.col("run_idx")
-    # Fast path: sorted by (sample_id, run_idx) with strictly rising run_idx means
+    sid, rid = pl.col("sample_id"), pl.col("rollout_idx")
+    # Fast path: sorted by (sample_id, rollout_idx) with strictly rising rollout_idx means
     # no repeats, checked in one linear pass instead of a hash over all pairs.
     prev_sid = sid.shift(1)
     clean = frame.select(
@@ -777,24 +792,24 @@ def _resolve_duplicates(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
     ).item()
     if clean or pairs_distinct(frame):
         return frame
-    dup = pl.struct("sample_id", "run_idx").is_duplicated()
+    dup = pl.struct("sample_id", "rollout_idx").is_duplicated()
     repeated = frame.filter(dup)
     if repeated.height == 0:
         return frame
     conflicts = (
-        repeated.group_by("sample_id", "run_idx")
+        repeated.group_by("sample_id", "rollout_idx")
         .agg(pl.struct("score", "error").n_unique().alias("versions"))
         .filter(pl.col("versions") > 1)
-        .sort("sample_id", "run_idx")
+        .sort("sample_id", "rollout_idx")
     )
     if conflicts.height:
         row = conflicts.row(0, named=True)
         raise InputError(
-            f"conflicting rows for sample {row['sample_id']!r} run {row['run_idx']} "
+            f"conflicting rows for sample {row['sample_id']!r} run {row['rollout_idx']} "
             f"({conflicts.height} conflicting pair(s))",
             path=path,
         )
-    return frame.unique(subset=["sample_id", "run_idx"], keep="first", maintain_order=True)
+    return frame.unique(subset=["sample_id", "rollout_idx"], keep="first", maintain_order=True)
 
 
 # ------------------------------------------------ lengths (the report's truncation section)
@@ -843,13 +858,13 @@ def read_lengths(path: str | os.PathLike[str]) -> pl.DataFrame | None:
                 return None
             cols = [c for c in LENGTH_COLUMNS if c in have]
             first_n = descriptive_rows(store.read_manifest() if store.exists() else None)
-            frame = store.rollouts(cols if first_n is None else [*cols, "run_idx"])
+            frame = store.rollouts(cols if first_n is None else [*cols, "rollout_idx"])
             if first_n is not None:  # a deepened run: its first N rollouts, as the scores
                 frame = frame.filter(first_n)
         else:
             if not path.is_file() or path.suffix.lower() not in TABLE_SUFFIXES:
                 return None
-            lf = read_table(path).lazy() if _is_json(path) else scan_table(path)
+            lf = _score_table(path, json_array=_is_json(path))
             names = lf.collect_schema().names()
             if "completion_tokens" not in names or "sample_id" not in names or "score" not in names:
                 return None
@@ -890,7 +905,7 @@ def has_answers(path: str | os.PathLike[str]) -> bool:
             return is_run_dir(path) and ANSWER_COLUMN in _shard_columns(RolloutStore(path))
         if not path.is_file() or path.suffix.lower() not in TABLE_SUFFIXES:
             return False
-        lf = read_table(path).lazy() if _is_json(path) else scan_table(path)
+        lf = _score_table(path, json_array=_is_json(path))
         return ANSWER_COLUMN in lf.collect_schema().names()
     except unreadable:
         return False
@@ -923,7 +938,7 @@ def read_answers(path: str | os.PathLike[str]) -> pl.DataFrame | None:
         if frame.height == 0:
             raise InputError("run directory has no rollouts yet", path=path)
         return _validate(frame, path).select(cols)
-    lf = read_table(path).lazy() if _is_json(path) else scan_table(path)
+    lf = _score_table(path, json_array=_is_json(path))
     names = lf.collect_schema().names()
     try:
         frame = lf.select(c for c in (*SCORE_COLUMNS, ANSWER_COLUMN) if c in names).collect()
@@ -940,7 +955,7 @@ COMPLETION_COLUMN = "completion"
 
 
 def scan_completions(path: str | os.PathLike[str], *, text: bool = True) -> pl.LazyFrame | None:
-    """sample_id, run_idx (null for a table without one), error, completion_tokens (null
+    """sample_id, rollout_idx (null for a table without one), error, completion_tokens (null
     when not counted) and completion of every stored row, lazily; None when the input
     stores no completion. Shards are not de-duplicated: a repeated pair is an error row
     a resume replaced (no completion) or an exact repeat, which a count over scored
@@ -959,7 +974,7 @@ def scan_completions(path: str | os.PathLike[str], *, text: bool = True) -> pl.L
             have = _shard_columns(store) if store.shard_paths() else set()
             if COMPLETION_COLUMN not in have:
                 return None
-            cols = ["sample_id", "run_idx", "error", *([COMPLETION_COLUMN] if text else [])]
+            cols = ["sample_id", "rollout_idx", "error", *([COMPLETION_COLUMN] if text else [])]
             tokens = "completion_tokens" in have
             lf = store.scan(cols + (["completion_tokens"] if tokens else [])).drop("_shard")
             first_n = descriptive_rows(store.read_manifest() if store.exists() else None)
@@ -968,14 +983,16 @@ def scan_completions(path: str | os.PathLike[str], *, text: bool = True) -> pl.L
         else:
             if not path.is_file() or path.suffix.lower() not in TABLE_SUFFIXES:
                 return None
-            lf = read_table(path).lazy() if _is_json(path) else scan_table(path)
+            lf = _score_table(path, json_array=_is_json(path))
             names = lf.collect_schema().names()
             if COMPLETION_COLUMN not in names or "sample_id" not in names:
                 return None
             tokens = "completion_tokens" in names
             lf = lf.select(
                 "sample_id",
-                pl.col("run_idx") if "run_idx" in names else pl.lit(None).alias("run_idx"),
+                pl.col("rollout_idx")
+                if "rollout_idx" in names
+                else pl.lit(None).alias("rollout_idx"),
                 pl.col("error") if "error" in names else pl.lit(None).alias("error"),
                 COMPLETION_COLUMN,
                 *(["completion_tokens"] if tokens else []),
@@ -984,7 +1001,7 @@ def scan_completions(path: str | os.PathLike[str], *, text: bool = True) -> pl.L
         return None  # the scores' own read names the problem
     return lf.select(
         pl.col("sample_id").cast(pl.String),
-        pl.col("run_idx").cast(pl.Int64),
+        pl.col("rollout_idx").cast(pl.Int64),
         pl.col("error").cast(pl.String),
         (pl.col("completion_tokens") if tokens else pl.lit(None))
         .cast(pl.Int64)

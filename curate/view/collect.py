@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 # The rollout fields a sample's view shows, as stored (curate.core.rollout).
 ROLLOUT_FIELDS = (
-    "run_idx",
+    "rollout_idx",
     "score",
     "raw_score",
     "error",
@@ -75,7 +75,7 @@ def collect_run(
     report = build_report(path, threshold=threshold, group_size=group_size, group_by=group_by)
     report_json = report_dict(
         report.summary,
-        report.gates,
+        report.checks,
         source=report.source,
         usage=report.usage,
         suspects=report.suspects,
@@ -127,7 +127,7 @@ def _rollouts(path: Path) -> tuple[pl.DataFrame, list[str]]:
         notes.append("a score table: no completions are stored, only scores and errors")
     keep = ["sample_id", *(c for c in ROLLOUT_FIELDS if c in frame.columns)]
     frame = frame.select(keep).with_columns(pl.col("sample_id").cast(pl.String))
-    return frame.sort("sample_id", "run_idx"), notes
+    return frame.sort("sample_id", "rollout_idx"), notes
 
 
 def _suspects(data: RunData) -> None:

@@ -61,7 +61,7 @@ RUN_PLOTS = ("variance", "histogram", "gate", "length")
 COMPARE_PLOTS = ("evolution", "matrix")
 # Rollout fields under the short keys chunk files use (the JS reads the same keys).
 SHORT_KEYS = {
-    "run_idx": "i",
+    "rollout_idx": "i",
     "score": "s",
     "raw_score": "rs",
     "error": "e",

@@ -72,10 +72,13 @@ def test_max_runs_caps_and_drop_zero_signal_removes() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "needle"),
     [
-        ({"budget": 9}, "below the minimum: 5 samples x --min-runs 2 = 10"),
+        ({"budget": 9}, "below the minimum: 5 samples x --min-rollouts 2 = 10"),
         ({"budget": 0}, "--budget must be at least 1"),
         ({"budget": 100, "max_runs": 10}, "above what the bounds can hold"),
-        ({"budget": 50, "min_runs": 4, "max_runs": 3}, "--max-runs 3 is below --min-runs 4"),
+        (
+            {"budget": 50, "min_runs": 4, "max_runs": 3},
+            "--max-rollouts 3 is below --min-rollouts 4",
+        ),
         ({"budget": 50, "method": "best"}, "unknown method"),
         ({"budget": 50, "zero_signal": "keep"}, "unknown zero-signal rule"),
     ],

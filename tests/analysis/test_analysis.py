@@ -53,7 +53,7 @@ def test_each_layout_is_described(tmp_path: Path) -> None:
     frame = long_frame(SCORES)
     layouts = {
         "sample_major": (frame, SampleMajor),
-        "run_major": (frame.sort("run_idx", maintain_order=True), RunMajor),
+        "run_major": (frame.sort("rollout_idx", maintain_order=True), RunMajor),
         "any_order": (frame.sample(fraction=1.0, shuffle=True, seed=3), AnyOrder),
     }
     for name, (rows, kind) in layouts.items():
@@ -74,7 +74,7 @@ def test_sample_major_layout_holds_the_matrix(tmp_path: Path) -> None:
 
 
 def test_any_order_checks_ride_along(tmp_path: Path) -> None:
-    """A repeated (sample_id, run_idx) pair is caught inside the group-by."""
+    """A repeated (sample_id, rollout_idx) pair is caught inside the group-by."""
     frame = long_frame(SCORES)
     shuffled = pl.concat([frame, frame.head(1)]).sample(fraction=1.0, shuffle=True, seed=1)
     layout = read_scores(write(tmp_path, shuffled)).layout
@@ -144,7 +144,7 @@ def test_bad_input_names_the_problem(tmp_path: Path) -> None:
 def test_build_report(table: Path) -> None:
     report = build_report(table, fail_under_signal=0.9, price_in=1.0)
     assert report.summary.categories["high_variance"] == len(HIGH_VARIANCE)
-    assert [g.name for g in report.failed_gates] == ["fail-under-signal"]
+    assert [g.name for g in report.failed_checks] == ["fail-under-signal"]
     assert report.usage is not None and report.usage["prompt_tokens"] == 200
 
 

@@ -34,7 +34,9 @@ def continuous(tmp_path_factory: pytest.TempPathFactory) -> Path:
             ][kind]
             rows.append((f"s{s:02d}-{kind}", r, v))
     path = tmp_path_factory.mktemp("cont") / "scores.parquet"
-    pl.DataFrame(rows, schema=["sample_id", "run_idx", "score"], orient="row").write_parquet(path)
+    pl.DataFrame(rows, schema=["sample_id", "rollout_idx", "score"], orient="row").write_parquet(
+        path
+    )
     return path
 
 
@@ -84,7 +86,9 @@ def test_binary_runs_allocate_as_before(tmp_path: Path) -> None:
         (f"b{s}", r, float((s * 7 + r) % (s % 4 + 2) == 0)) for s in range(40) for r in range(8)
     ]
     path = tmp_path / "binary.parquet"
-    pl.DataFrame(rows, schema=["sample_id", "run_idx", "score"], orient="row").write_parquet(path)
+    pl.DataFrame(rows, schema=["sample_id", "rollout_idx", "score"], orient="row").write_parquet(
+        path
+    )
     plan = plan_rollouts(path, 400).frame
     assert plan["reward_std"].to_list() == plan["bernoulli_std"].to_list()
 

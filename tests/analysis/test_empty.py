@@ -30,12 +30,12 @@ def _run(path: Path, completions: list[str | None], *, tokens: bool = True) -> P
     frame = pl.DataFrame(
         {
             "sample_id": [f"s{i:03d}" for i in range(n)],
-            "run_idx": [0] * n,
+            "rollout_idx": [0] * n,
             "score": [0.0] * n,
             "completion": completions,
             "completion_tokens": [max(1, len(c or "")) for c in completions],
         },
-        schema_overrides={"run_idx": pl.Int32, "completion_tokens": pl.Int32},
+        schema_overrides={"rollout_idx": pl.Int32, "completion_tokens": pl.Int32},
     )
     store.append(frame if tokens else frame.drop("completion_tokens"))
     return path
@@ -48,7 +48,7 @@ def test_counts_answers_without_a_letter_or_digit(tmp_path: Path, tokens: bool) 
     assert section is not None
     assert section["rollouts"] == len(EMPTY) + len(NOT_EMPTY)
     assert section["empty"] == len(EMPTY)
-    assert section["example"] == {"sample_id": "s000", "run_idx": 0, "completion": ""}
+    assert section["example"] == {"sample_id": "s000", "rollout_idx": 0, "completion": ""}
 
 
 def test_only_short_completions_are_looked_at_when_tokens_are_counted(tmp_path: Path) -> None:
@@ -68,8 +68,8 @@ def test_error_rows_are_not_counted(tmp_path: Path) -> None:
     store = RolloutStore(run)
     store.append(
         pl.DataFrame(
-            {"sample_id": ["z"], "run_idx": [0], "error": ["timeout"]},
-            schema_overrides={"run_idx": pl.Int32},
+            {"sample_id": ["z"], "rollout_idx": [0], "error": ["timeout"]},
+            schema_overrides={"rollout_idx": pl.Int32},
         )
     )
     section = load_empty(run)

@@ -14,7 +14,7 @@ pytest.importorskip("openai")
 pytest.importorskip("vllm")
 
 from curate.backends.context import Endpoint, local_counter
-from curate.engine.preflight import apply_local_template
+from curate.evaluation.preflight import apply_local_template
 from curate.store.run_dir import RolloutStore
 from tests.backends.fault_proxy import VLLMServer
 from tests.conftest import ARITHMETIC, TINY_MODEL, VLLM_SERVER_KEY, invoke_curate

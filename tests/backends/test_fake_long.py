@@ -11,7 +11,7 @@ import pytest
 
 from curate.backends.base import GenerationRequest, SamplingConfig
 from curate.backends.fake import FakeBackend, long_text, open_fake
-from curate.engine.evaluate import evaluate
+from curate.evaluation.evaluate import evaluate
 from curate.store.run_dir import RolloutStore
 from tests.conftest import fake_eval_options
 
@@ -62,7 +62,7 @@ def test_long_completions_graded_and_stored(tmp_path: Path) -> None:
     opts.engine_options["completion_chars"] = (4000, 16000)  # type: ignore[index]
     outcome = evaluate(opts)
     assert outcome.result.rollouts == 8 and outcome.result.errors == 0
-    rows = RolloutStore(outcome.run_dir).rollouts().sort("sample_id", "run_idx")
+    rows = RolloutStore(outcome.run_dir).rollouts().sort("sample_id", "rollout_idx")
     # The think block is stored apart from the answer, as the reasoning.
     assert rows["reasoning"].str.len_chars().min() >= 4000  # type: ignore[operator]
     assert rows["completion"].to_list() == ["4"] * 4 + ["69"] * 4

@@ -49,7 +49,7 @@ def eval_args(data: Path, out: Path, base_url: str, *extra: object) -> list[obje
         base_url,
         "--api-key-env",
         KEY_ENV,
-        "--runs",
+        "--rollouts",
         4,
         "--max-tokens",
         8,
@@ -77,7 +77,7 @@ def test_eval_report_and_cost(
     assert "48 new rollouts" in res.stdout and "0 errors" in res.stdout
     frame = RolloutStore(out).rollouts()
     assert frame.height == 48 and frame["error"].null_count() == 48
-    assert frame.select(pl.struct("sample_id", "run_idx").is_unique().all()).item()
+    assert frame.select(pl.struct("sample_id", "rollout_idx").is_unique().all()).item()
     assert frame["prompt_tokens"].null_count() == 0 and frame["attempts"].min() == 1
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["backend"] == "openai"
@@ -111,7 +111,7 @@ def test_dry_run_estimates_without_sending(
         *eval_args(data, out, server.base_url, "--dry-run", "--price-in", 1, "--price-out", 2)
     )
     assert res.exit_code == 0, res.stderr
-    assert "12 samples x 4 runs = 48 rollouts, 0 already stored" in res.stdout
+    assert "12 samples x 4 rollouts = 48 rollouts, 0 already stored" in res.stdout
     assert "48 to generate" in res.stdout and "completion <= 384" in res.stdout
     assert "cost: <= $" in res.stdout
     assert server.bodies == [] and not out.exists()
@@ -140,7 +140,7 @@ def test_outage_error_rows_fail_the_gate_and_resume_fills_them(
         assert set(errors["sample_id"]) == {"q02", "q07"} and errors["attempts"].min() == 2
 
         rep = invoke_curate("report", out, "--format", "json", "--max-error-rate", 0.05)
-        assert rep.exit_code == 1 and "gate failed" in rep.stderr
+        assert rep.exit_code == 1 and "check failed" in rep.stderr
         assert json.loads(rep.stdout)["errors"] == 8
 
         proxy.recover()

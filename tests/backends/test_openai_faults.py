@@ -218,7 +218,7 @@ def test_each_rollout_stores_the_seed_of_its_own_request(tmp_path: Path, behavio
     assert res.exit_code == 0, res.stderr
     frame = RolloutStore(out).rollouts()
     want = [
-        derive_seed(11, s, r) for s, r in zip(frame["sample_id"], frame["run_idx"], strict=True)
+        derive_seed(11, s, r) for s, r in zip(frame["sample_id"], frame["rollout_idx"], strict=True)
     ]
     assert frame["seed"].to_list() == want and frame["seed"].n_unique() == 24
     assert sorted(want) == sorted(sent)  # each the seed its own request carried

@@ -125,7 +125,7 @@ def test_eval_with_two_base_urls(tmp_path: Path, server: FakeOpenAIServer) -> No
         res = invoke_curate(
             "eval", data, "--backend", "openai", "--model", "fake-model",
             "--base-url", server.base_url, "--base-url", failing.base_url,
-            "--runs", 4, "--max-tokens", 8, "--out", out, "--quiet", "--concurrency", 4,
+            "--rollouts", 4, "--max-tokens", 8, "--out", out, "--quiet", "--concurrency", 4,
         )  # fmt: skip
     assert res.exit_code == 0, res.stderr
     assert "48 new rollouts" in res.stdout and "0 errors" in res.stdout

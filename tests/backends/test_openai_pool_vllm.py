@@ -50,7 +50,7 @@ def eval_args(data: Path, out: Path, urls: list[str]) -> list[object]:
     flags = [part for url in urls for part in ("--base-url", url)]
     return [
         "eval", data, "--backend", "openai", "--model", MODEL, *flags, "--api-key-env", KEY_ENV,
-        "--runs", 4, "--max-tokens", 16, "--out", out, "--quiet", "--concurrency", 16,
+        "--rollouts", 4, "--max-tokens", 16, "--out", out, "--quiet", "--concurrency", 16,
         "--max-retries", 6, "--limit", 40,
     ]  # fmt: skip
 

@@ -88,7 +88,7 @@ def eval_args(data: Path, out: Path, base_url: str, *extra: object) -> list[obje
         base_url,
         "--api-key-env",
         KEY_ENV,
-        "--runs",
+        "--rollouts",
         4,
         "--max-tokens",
         16,
@@ -100,10 +100,10 @@ def eval_args(data: Path, out: Path, base_url: str, *extra: object) -> list[obje
 
 
 def assert_complete(run: Path, samples: int, runs: int) -> pl.DataFrame:
-    """Exactly one scored rollout per (sample_id, run_idx), none an error."""
+    """Exactly one scored rollout per (sample_id, rollout_idx), none an error."""
     frame = RolloutStore(run).rollouts()
     assert frame.height == samples * runs
-    assert frame.select(pl.struct("sample_id", "run_idx").is_unique().all()).item()
+    assert frame.select(pl.struct("sample_id", "rollout_idx").is_unique().all()).item()
     assert frame["error"].null_count() == frame.height
     assert frame["score"].null_count() == 0
     return frame
@@ -151,7 +151,7 @@ def test_faults_are_retried_counted_and_never_scored(
         ) as backend:
             result, frame = run_chat_eval(backend, out, prompts, refs, runs=6, sampling=sampling)
         assert result.errors == 0
-        return frame.sort("sample_id", "run_idx"), backend
+        return frame.sort("sample_id", "rollout_idx"), backend
 
     clean, _ = run(vllm_server.base_url, tmp_path / "clean")
     with FaultProxy(
@@ -193,7 +193,7 @@ def test_outage_error_rows_then_resume(
 
         rep = invoke_curate("report", run, "--max-error-rate", 0.01)
         assert rep.exit_code == 1 and "errors" in rep.stdout and "8 (5.0%)" in rep.stdout
-        assert "gate failed: max-error-rate" in rep.stderr
+        assert "check failed: max-error-rate" in rep.stderr
 
         proxy.recover()
         res = invoke_curate(*eval_args(data, run, proxy.base_url))

@@ -29,11 +29,11 @@ from curate.backends.ray_pool import (
     encode_requests,
 )
 from curate.backends.vllm_options import VllmOptions
-from curate.engine.adaptive import AdaptivePolicy, run_adaptive
-from curate.engine.evaluate import evaluate
-from curate.engine.options import EvalOptions
-from curate.engine.runner import EvalResult, run_eval
 from curate.errors import UsageError
+from curate.evaluation.adaptive import AdaptivePolicy, run_adaptive
+from curate.evaluation.evaluate import evaluate
+from curate.evaluation.options import EvalOptions
+from curate.evaluation.runner import EvalResult, run_eval
 from curate.graders import get_grader
 from curate.store.run_dir import RolloutStore
 from tests.conftest import (
@@ -46,7 +46,7 @@ from tests.conftest import (
 )
 
 # Everything a rollout row holds that a replica decides (latency is the clock's).
-COMPARED = ["sample_id", "run_idx", "score", "error", "completion", "finish_reason", "seed"]
+COMPARED = ["sample_id", "rollout_idx", "score", "error", "completion", "finish_reason", "seed"]
 
 
 # -- unit: the wire format and the options --------------------------------------------
@@ -157,7 +157,7 @@ def _fake_run(
 
 
 def _rows(frame: pl.DataFrame) -> pl.DataFrame:
-    return frame.select(COMPARED).sort("sample_id", "run_idx")
+    return frame.select(COMPARED).sort("sample_id", "rollout_idx")
 
 
 @pytest.mark.slow
@@ -165,7 +165,7 @@ def test_two_replicas_store_what_one_process_stores(ray_cluster: Path, tmp_path:
     _, alone = _fake_run(tmp_path, "alone", None)
     result, pooled = _fake_run(tmp_path, "pooled", RayPoolOptions(replicas=2))
     assert result.rollouts == 480 and result.errors == 0
-    assert pooled.select(pl.struct("sample_id", "run_idx").is_unique().all()).item()
+    assert pooled.select(pl.struct("sample_id", "rollout_idx").is_unique().all()).item()
     assert _rows(pooled).equals(_rows(alone))
 
 
@@ -244,7 +244,7 @@ def test_two_vllm_replicas_match_the_single_process_engine(
     outcome = evaluate(EvalOptions(**common, max_tokens=16, engine_options=options))
     assert outcome.result.rollouts == 160 and outcome.result.errors == 0
     pooled = RolloutStore(run).rollouts()
-    assert pooled.select(pl.struct("sample_id", "run_idx").is_unique().all()).item()
+    assert pooled.select(pl.struct("sample_id", "rollout_idx").is_unique().all()).item()
     assert _rows(pooled).equals(_rows(alone))
 
     manifest = json.loads((run / "manifest.json").read_text())

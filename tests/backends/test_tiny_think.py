@@ -102,8 +102,8 @@ def test_server_sends_reasoning_apart_from_the_answer(think_server: Any) -> None
 
 
 def _evaluate(data: Path, out: Path, backend: str, engine: dict[str, Any]) -> pl.DataFrame:
-    from curate.engine.evaluate import evaluate
-    from curate.engine.options import EvalOptions
+    from curate.evaluation.evaluate import evaluate
+    from curate.evaluation.options import EvalOptions
     from curate.store.run_dir import RolloutStore
 
     outcome = evaluate(
@@ -120,7 +120,7 @@ def _evaluate(data: Path, out: Path, backend: str, engine: dict[str, Any]) -> pl
         )
     )
     assert outcome.result.errors == 0
-    return RolloutStore(outcome.run_dir).rollouts().sort("sample_id", "run_idx")
+    return RolloutStore(outcome.run_dir).rollouts().sort("sample_id", "rollout_idx")
 
 
 @pytest.mark.slow
@@ -129,7 +129,7 @@ def test_offline_engine_and_server_agree(think_server: Any, data: Path, tmp_path
         data, tmp_path / "offline", "vllm", {**TEST_ENGINE_OPTIONS, "reasoning_parser": PARSER}
     )
     served = _evaluate(data, tmp_path / "served", "openai", {"base_url": think_server.base_url})
-    columns = ["sample_id", "run_idx", "reasoning", "reasoning_closed", "completion", "score"]
+    columns = ["sample_id", "rollout_idx", "reasoning", "reasoning_closed", "completion", "score"]
     columns += ["truncated", "finish_reason"]
     assert offline.select(columns).equals(served.select(columns))
     # The reasoning is apart from the answer, without its tags. (The parser splits at the

@@ -35,7 +35,7 @@ def test_full_eval_on_the_real_engine(vllm_backend: Any, tmp_path: Path) -> None
     )
     assert result.rollouts == 300 * 8 and result.errors == 0
     assert frame.height == 2400
-    assert frame.select(pl.struct("sample_id", "run_idx").is_unique().all()).item()
+    assert frame.select(pl.struct("sample_id", "rollout_idx").is_unique().all()).item()
     assert frame["completion_tokens"].min() >= 1 and frame["prompt_tokens"].min() >= 5
     per = frame.group_by("sample_id").agg(pl.col("score").sum().alias("c"))
     shares = {

@@ -156,7 +156,7 @@ def test_ctrl_c_keeps_what_the_engine_finished(tmp_path: Path) -> None:
                 break
             time.sleep(0.1)
         assert proc.poll() is None, "the eval ended before it could be interrupted"
-        seen = RolloutStore(run).rollouts(["sample_id", "run_idx"]).height
+        seen = RolloutStore(run).rollouts(["sample_id", "rollout_idx"]).height
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=300)
     finally:
@@ -165,7 +165,7 @@ def test_ctrl_c_keeps_what_the_engine_finished(tmp_path: Path) -> None:
             proc.communicate()
     assert proc.returncode == 130, err
     assert "Traceback" not in err
-    stored = RolloutStore(run).rollouts(["sample_id", "run_idx", "error"])
+    stored = RolloutStore(run).rollouts(["sample_id", "rollout_idx", "error"])
     assert 0 < seen <= stored.height < 300 * RUNS
     # Whole requests only: each stored sample has all its rollouts.
     counts = stored.group_by("sample_id").len()["len"].unique().to_list()

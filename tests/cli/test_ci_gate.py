@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from curate.engine.evaluate import evaluate
+from curate.evaluation.evaluate import evaluate
 from tests.conftest import JSON_CONTRACT_KEYS, fake_eval_options
 
 # The JSON report's documented contract (docs/reference/json.md): keys may be added,
@@ -39,7 +39,7 @@ def candidate(tmp_path: Path, rates: tuple[float, ...]) -> Path:
 
 @pytest.mark.parametrize(
     ("rates", "code", "verdict"),
-    [((0.0, 1.0, 0.5), 0, "**Gates passed**"), ((0.0, 1.0), 1, "**Gates FAILED**")],
+    [((0.0, 1.0, 0.5), 0, "**Checks passed**"), ((0.0, 1.0), 1, "**Checks FAILED**")],
 )
 def test_ci_gate_on_a_candidate(run_curate, tmp_path, rates, code, verdict) -> None:
     run = candidate(tmp_path, rates)
@@ -58,7 +58,7 @@ def test_ci_gate_on_a_candidate(run_curate, tmp_path, rates, code, verdict) -> N
     assert verdict in proc.stdout
     assert summary.read_text(encoding="utf-8") == "## earlier step\n" + proc.stdout
     if code:
-        assert proc.stderr.startswith("curate: gate failed: fail-under-signal: ")
+        assert proc.stderr.startswith("curate: check failed: fail-under-signal: ")
     report = run_curate("report", run, "--format", "json", "--fail-under-signal", "0.15")
     assert report.returncode == code
     data = json.loads(report.stdout)

@@ -23,7 +23,7 @@ def test_allocate_writes_a_plan_summing_to_the_budget(
     result = cli("allocate", run_dir, "--budget", 100, "--zero-signal", "min", "-o", out)
     assert result.exit_code == 0, result.stderr
     assert "planned 100 rollouts over 12 samples" in result.stdout
-    assert "7 zero-signal sample(s) at --min-runs 2" in result.stdout
+    assert "7 zero-signal sample(s) at --min-rollouts 2" in result.stdout
     plan = {"jsonl": pl.read_ndjson, "parquet": pl.read_parquet, "csv": pl.read_csv}[suffix](out)
     assert plan["planned_rollouts"].sum() == 100
     assert {"sample_id", "planned_rollouts", "pass_rate", "smoothed_pass_rate"} <= set(plan.columns)
@@ -40,9 +40,9 @@ def test_allocate_methods_and_drop(cli: Callable[..., Result], run_dir: Path, ou
         50,
         "--method",
         "inverse-p",
-        "--min-runs",
+        "--min-rollouts",
         4,
-        "--max-runs",
+        "--max-rollouts",
         20,
         "--drop-zero-signal",
         "-o",
@@ -62,11 +62,14 @@ def test_allocate_methods_and_drop(cli: Callable[..., Result], run_dir: Path, ou
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["--budget", "5"], "--budget 5 is below the minimum: 12 samples x --min-runs 2 = 24"),
+        (["--budget", "5"], "--budget 5 is below the minimum: 12 samples x --min-rollouts 2 = 24"),
         (["--budget", "0"], "--budget must be at least 1"),
-        (["--budget", "500", "--max-runs", "10"], "above what the bounds can hold"),
-        (["--budget", "50", "--min-runs", "-1"], "--min-runs must be at least 0"),
-        (["--budget", "50", "--min-runs", "3", "--max-runs", "2"], "--max-runs 2 is below"),
+        (["--budget", "500", "--max-rollouts", "10"], "above what the bounds can hold"),
+        (["--budget", "50", "--min-rollouts", "-1"], "--min-rollouts must be at least 0"),
+        (
+            ["--budget", "50", "--min-rollouts", "3", "--max-rollouts", "2"],
+            "--max-rollouts 2 is below",
+        ),
         (["--budget", "50", "--drop-zero-signal", "--zero-signal", "rate"], "contradicts"),
         (["--budget", "50", "--drop-zero-signal", "--zero-signal", "min"], "contradicts"),
     ],
@@ -165,7 +168,7 @@ def test_allocate_help_at_80_columns(run_curate) -> None:  # type: ignore[no-unt
     assert max(len(line) for line in text.splitlines()) <= 80
     for name in ("--budget", "--output", "--method", "--zero-signal", "--drop-zero-signal"):
         assert name in text
-    assert "--min-runs" in text and "--max-runs" in text and "…" not in text
+    assert "--min-rollouts" in text and "--max-rollouts" in text and "…" not in text
     assert "[default: rate]" in text and "[default: neyman]" in text and "[default: 2]" in text
     assert "lower is better" in text and "seed" not in text.lower()
 

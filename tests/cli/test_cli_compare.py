@@ -117,7 +117,7 @@ def test_report_and_compare_print_one_number_per_label(cli, runs: dict[str, Path
 def test_forgotten_gate_fails_and_names_itself(cli, runs: dict[str, Path]) -> None:
     result = cli("compare", runs["base"], runs["rl"], "--fail-on-forgotten", "0.02")
     assert result.exit_code == 1
-    assert "curate: gate failed: fail-on-forgotten: forgotten share" in result.stderr
+    assert "curate: check failed: fail-on-forgotten: forgotten share" in result.stderr
     ok = cli("compare", runs["base"], runs["sft"], "--fail-on-forgotten", "0.05")
     assert ok.exit_code == 0, ok.stderr
     data = compare_json(cli, runs["base"], runs["rl"], "--fail-on-forgotten", "0.5")

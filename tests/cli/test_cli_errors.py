@@ -92,7 +92,7 @@ CASES: dict[str, tuple[Callable[[Path], Path], str]] = {
     ),
     "parquet-empty": (_parquet({"sample_id": [], "score": []}, sample_id=pl.String), "empty"),
     "parquet-conflict": (
-        _parquet({"sample_id": ["a", "a"], "run_idx": [0, 0], "score": [1.0, 0.0]}),
+        _parquet({"sample_id": ["a", "a"], "rollout_idx": [0, 0], "score": [1.0, 0.0]}),
         "conflicting rows",
     ),
     "above-one": (_csv("sample_id,score\na,1\na,2\n"), "outside [0, 1]"),
@@ -100,7 +100,7 @@ CASES: dict[str, tuple[Callable[[Path], Path], str]] = {
     "empty-table": (_csv("sample_id,score\n"), "table is empty"),
     "empty-file": (_csv(""), "cannot read table"),
     "conflicting-duplicates": (
-        _csv("sample_id,run_idx,score\na,0,1\na,1,0\na,0,0\n"),
+        _csv("sample_id,rollout_idx,score\na,0,1\na,1,0\na,0,0\n"),
         "conflicting rows for sample 'a' run 0",
     ),
     "unknown-format": (_unknown_format, "unknown table format '.xlsx'"),
@@ -144,7 +144,7 @@ def test_bad_input(cli, inputs: Path, outdir: Path, snapshot, case: str, cmd: st
 
 
 def test_exact_duplicates_are_fine(cli, inputs: Path) -> None:
-    path = _csv("sample_id,run_idx,score\na,0,1\na,1,0\na,0,1\n")(inputs)
+    path = _csv("sample_id,rollout_idx,score\na,0,1\na,1,0\na,0,1\n")(inputs)
     result = cli("report", path, "--format", "json")
     assert result.exit_code == 0, result.stderr
     assert '"rollouts": 2' in result.stdout

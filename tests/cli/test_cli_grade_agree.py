@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from curate.engine.evaluate import evaluate
+from curate.evaluation.evaluate import evaluate
 from curate.store.run_dir import RolloutStore
 from tests.conftest import Result, fake_eval_options
 from tests.graders.fake_judge import FakeJudge, serve_judge
@@ -192,7 +192,7 @@ def test_eval_judge_bad_options_write_nothing(
 
 def test_agree_needs_shared_rollouts(cli: Callable[..., Result], run: Path, tmp_path: Path) -> None:
     table = tmp_path / "other.csv"
-    pl.DataFrame({"sample_id": ["zz"], "run_idx": [0], "score": [1.0]}).write_csv(table)
+    pl.DataFrame({"sample_id": ["zz"], "rollout_idx": [0], "score": [1.0]}).write_csv(table)
     _one_line_exit_2(cli("agree", run, table), "in common")
 
 

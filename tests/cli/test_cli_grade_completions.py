@@ -44,11 +44,11 @@ def humaneval_samples(pattern: str) -> tuple[list[dict[str, Any]], dict[tuple[st
 
 
 def stored_scores(run: Path, id_column: str, data: Path) -> dict[tuple[str, int], float | None]:
-    """(the data's id, run_idx) -> stored score."""
+    """(the data's id, rollout_idx) -> stored score."""
     samples = RolloutStore(run).read_samples()
     assert samples is not None
     to_id = dict(zip(samples["sample_id"], samples[id_column].cast(pl.String), strict=True))
-    rollouts = RolloutStore(run).rollouts().select("sample_id", "run_idx", "score")
+    rollouts = RolloutStore(run).rollouts().select("sample_id", "rollout_idx", "score")
     return {(to_id[s], r): v for s, r, v in rollouts.iter_rows()}
 
 
@@ -130,7 +130,9 @@ def test_a_missing_completion_is_an_error_row(cli: Callable[..., Result], tmp_pa
     res = cli("grade", "--completions", file, "--data", ARITHMETIC, "-o", run)
     assert res.exit_code == 0, res.stderr
     assert "1 without a completion" in res.stdout
-    stored = RolloutStore(run).rollouts().select("run_idx", "score", "error").sort("run_idx")
+    stored = (
+        RolloutStore(run).rollouts().select("rollout_idx", "score", "error").sort("rollout_idx")
+    )
     assert stored.rows() == [(0, 1.0, None), (1, None, "no completion in the file")]
 
 

@@ -18,7 +18,7 @@ def big_table(tmp_path: Path) -> Path:
     frame = pl.DataFrame(
         {
             "sample_id": [f"s{i:05d}" for i in range(n) for _ in range(4)],
-            "run_idx": [r for _ in range(n) for r in range(4)],
+            "rollout_idx": [r for _ in range(n) for r in range(4)],
             # Half the samples mixed, half always incorrect: 50% learnable.
             "score": [float(i % 2 == 0 and r % 2 == 0) for i in range(n) for r in range(4)],
         }
@@ -54,7 +54,7 @@ def test_a_closed_pipe_is_not_a_failed_gate(big_table: Path, fmt: str) -> None:
 def test_a_failed_gate_still_fails_when_the_pipe_closes(big_table: Path) -> None:
     code, err = _piped_to_head("report", big_table, "--fail-under-signal", "0.99")
     assert code == 1
-    assert "gate failed: fail-under-signal" in err
+    assert "check failed: fail-under-signal" in err
     assert "Traceback" not in err
 
 

@@ -1,4 +1,4 @@
-"""`curate report`: formats, options, CI gates and the GitHub job summary."""
+"""`curate report`: formats, options, CI checks and the GitHub job summary."""
 
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def test_gate_fail_under_signal(cli, scores_csv: Path, fmt: str) -> None:
     assert result.exit_code == 1
     lines = result.stderr.strip().splitlines()
     assert lines == [
-        "curate: gate failed: fail-under-signal: high-variance share 33.3% < required 50.0%"
+        "curate: check failed: fail-under-signal: high-variance share 33.3% < required 50.0%"
     ]
     assert result.stdout  # the report is still printed
     if fmt == "json":
@@ -135,7 +135,7 @@ def test_gate_max_error_rate(cli, scores_csv: Path) -> None:
     result = cli("report", scores_csv, "--format", "json", "--max-error-rate", "0.01")
     assert result.exit_code == 1
     assert result.stderr.strip().splitlines() == [
-        "curate: gate failed: max-error-rate: error rate 2.08% (1 of 48 rollouts) > allowed 1.00%"
+        "curate: check failed: max-error-rate: error rate 2.08% (1 of 48 rollouts) > allowed 1.00%"
     ]
 
 
@@ -161,7 +161,7 @@ def test_gates_pass(cli, scores_csv: Path) -> None:
     )
     assert result.exit_code == 0, result.stderr
     assert result.stderr == ""
-    assert "**Gates passed**" in result.stdout
+    assert "**Checks passed**" in result.stdout
     assert "`fail-under-signal`" in result.stdout and "`max-error-rate`" in result.stdout
 
 
@@ -201,9 +201,9 @@ def test_gates_in_a_real_process(run_curate, scores_csv: Path, tmp_path: Path) -
     )
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines() == [
-        "curate: gate failed: fail-under-signal: high-variance share 33.3% < required 50.0%"
+        "curate: check failed: fail-under-signal: high-variance share 33.3% < required 50.0%"
     ]
-    assert "**Gates FAILED**" in proc.stdout
+    assert "**Checks FAILED**" in proc.stdout
     assert summary.read_text(encoding="utf-8") == proc.stdout
     ok = run_curate("report", scores_csv, "--format", "json", "--fail-under-signal", "0.25")
     assert ok.returncode == 0, ok.stderr

@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from curate.engine.evaluate import evaluate
+from curate.evaluation.evaluate import evaluate
 from curate.store.run_dir import RolloutStore
 from tests.conftest import ROOT, Result, fake_eval_options
 

@@ -89,7 +89,7 @@ def test_mismatched_rerun_is_refused_before_the_engine_starts(tmp_path: Path) ->
         {"model": str(TINY_MODEL), "sampling": {"temperature": 0.2}, "grader": "numeric"}
     )
     # A rollout fixes the settings (a directory without one accepts new settings).
-    RolloutStore(run).append(pl.DataFrame({"sample_id": ["arith-0001"], "run_idx": [0]}))
+    RolloutStore(run).append(pl.DataFrame({"sample_id": ["arith-0001"], "rollout_idx": [0]}))
     result = CliRunner().invoke(
         app, ["eval", str(ARITHMETIC), "--model", str(TINY_MODEL), "--out", str(run)]
     )
@@ -164,8 +164,8 @@ def test_resume_after_kill_9_loses_nothing_and_duplicates_nothing(tmp_path: Path
     assert f"{before.height} already stored" in res.stdout
     after = RolloutStore(run).rollouts()
     assert after.height == 300 * 8
-    assert after.select(pl.struct("sample_id", "run_idx").is_unique().all()).item()
-    kept = before.join(after, on=["sample_id", "run_idx"], suffix="_after")
+    assert after.select(pl.struct("sample_id", "rollout_idx").is_unique().all()).item()
+    kept = before.join(after, on=["sample_id", "rollout_idx"], suffix="_after")
     assert kept.height == before.height
     assert (kept["completion"] == kept["completion_after"]).all()
 

@@ -50,7 +50,7 @@ def test_options_given_with_o_equal_their_flags(
     assert records[0]["reward_model"] == records[1]["reward_model"]
     assert records[1]["reward_model"]["endpoint"] == "pooling"
     scores = [
-        RolloutStore(run).rollouts().sort("sample_id", "run_idx")["score"]
+        RolloutStore(run).rollouts().sort("sample_id", "rollout_idx")["score"]
         for run in (by_flags, by_o)
     ]
     assert scores[0].to_list() == scores[1].to_list()

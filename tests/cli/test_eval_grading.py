@@ -71,7 +71,7 @@ def test_dry_run_prints_the_start_lines_and_writes_nothing(
     assert res.stderr.startswith("layout: gsm8k (math; detected")
     assert "references: gsm8k (auto)" in res.stderr
     assert "reference as graded: '1331'" in res.stderr
-    assert "dry run: 40 samples x 8 runs" in res.stdout
+    assert "dry run: 40 samples x 8 rollouts" in res.stdout
     assert not out.exists()
     # --quiet: nothing on stderr but errors, for scripts.
     res = cli(*_eval(out, GSM8K, "--dry-run", "--quiet"))
@@ -137,7 +137,7 @@ def test_a_grader_failing_on_every_rollout_stops_after_the_first_chunk(
     assert error.startswith("curate: error: grader 'python:")
     assert "failed on all of the first 8 graded rollouts: ValueError: no boxed answer" in error
     assert "re-run the same command to resume" in error
-    # What finished is stored (one chunk: 2 samples x 4 runs), ready to resume.
+    # What finished is stored (one chunk: 2 samples x 4 rollouts), ready to resume.
     stored = RolloutStore(out).rollouts()
     assert stored.height == 8 and stored["error"].null_count() == 0
     assert len(RolloutStore(out).shard_paths()) == 1

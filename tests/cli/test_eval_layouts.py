@@ -625,7 +625,7 @@ def run_eval(
         "fake-model",
         "--base-url",
         base_url,
-        "--runs",
+        "--rollouts",
         RUNS,
         "--max-tokens",
         400,

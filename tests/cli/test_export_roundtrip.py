@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from curate.data.samples import build_prompts
-from curate.engine.options import EvalOptions
-from curate.engine.preflight import preflight
+from curate.evaluation.options import EvalOptions
+from curate.evaluation.preflight import preflight
 from tests.conftest import ROOT, Result
 
 FORMATS = {

@@ -60,13 +60,13 @@ def lock_taken(run: Path) -> bool:
 def stored_rows(run: Path) -> pl.DataFrame:
     """Every row of every shard, duplicates included."""
     shards = RolloutStore(run).shard_paths()
-    return pl.read_parquet(shards).select("sample_id", "run_idx", "score", "error")
+    return pl.read_parquet(shards).select("sample_id", "rollout_idx", "score", "error")
 
 
 def assert_complete_once(run: Path) -> None:
     rows = stored_rows(run)
     assert rows.height == SAMPLES * RUNS
-    assert rows.select("sample_id", "run_idx").n_unique() == SAMPLES * RUNS
+    assert rows.select("sample_id", "rollout_idx").n_unique() == SAMPLES * RUNS
     assert rows["error"].null_count() == rows.height
 
 
@@ -167,8 +167,10 @@ def test_conflicting_duplicates_are_reported_not_resolved(outdir: Path, cli) -> 
         assert result.exit_code == 2, result.stdout
         line = one_error_line(result)
         first = again.row(0, named=True)
-        assert line.startswith(f"{run / 'rollouts'}: 6 (sample_id, run_idx) pair(s) scored twice")
-        assert f"sample {first['sample_id']!r} run {first['run_idx']} scored" in line
+        assert line.startswith(
+            f"{run / 'rollouts'}: 6 (sample_id, rollout_idx) pair(s) scored twice"
+        )
+        assert f"sample {first['sample_id']!r} run {first['rollout_idx']} scored" in line
         assert extra.name in line
 
 
@@ -265,7 +267,7 @@ def test_a_finished_run_writes_nothing_and_starts_nothing(
     def no_engine(*args: object, **kwargs: object) -> None:
         raise AssertionError("the backend was started for a finished run")
 
-    monkeypatch.setattr("curate.engine.evaluate.open_backend", no_engine)
+    monkeypatch.setattr("curate.evaluation.evaluate.open_backend", no_engine)
     for runs in (RUNS, 1):  # fewer runs than stored: nothing to do either
         result = cli(*[*EVAL, "--limit", SAMPLES, "-n", runs, "-o", run])
         assert result.exit_code == 0, result.stderr

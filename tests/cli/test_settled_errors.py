@@ -89,14 +89,14 @@ def test_older_shards_read_as_retryable_except_cut_short_rows(tmp_path: Path) ->
     old = pl.DataFrame(
         {
             "sample_id": ["a", "a", "a"],
-            "run_idx": [0, 1, 2],
+            "rollout_idx": [0, 1, 2],
             "score": [1.0, None, None],
             "error": [None, "connection: refused (gave up after 5 attempts)", "truncated: x"],
         },
-        schema_overrides={"run_idx": pl.Int32},
+        schema_overrides={"rollout_idx": pl.Int32},
     )
     old.write_parquet(store.rollouts_dir / "part-00000000000000000001-1-000000.parquet")
     tally = store.pair_tally(["a"], 3)
     assert (tally.scored, tally.settled, tally.missing) == (1, 1, 1)
-    read = store.rollouts(["sample_id", "run_idx", "error", SETTLED_COLUMN])
+    read = store.rollouts(["sample_id", "rollout_idx", "error", SETTLED_COLUMN])
     assert read[SETTLED_COLUMN].to_list() == [None, None, None]

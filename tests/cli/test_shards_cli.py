@@ -34,7 +34,7 @@ def shard_lock_taken(run: Path, shard: str) -> bool:
 
 
 def all_rows(run: Path) -> pl.DataFrame:
-    return pl.read_parquet(RolloutStore(run).shard_paths()).select("sample_id", "run_idx")
+    return pl.read_parquet(RolloutStore(run).shard_paths()).select("sample_id", "rollout_idx")
 
 
 def test_k_shard_processes_write_one_run_together(outdir: Path, run_curate) -> None:
@@ -69,7 +69,7 @@ def test_k_shard_processes_write_one_run_together(outdir: Path, run_curate) -> N
     rows = all_rows(run)
     ids = pl.read_parquet(run / "samples.parquet")["sample_id"].to_list()
     expected = {(sid, r) for sid in ids for r in range(RUNS)}
-    pairs = list(zip(rows["sample_id"], rows["run_idx"], strict=True))
+    pairs = list(zip(rows["sample_id"], rows["rollout_idx"], strict=True))
     assert len(pairs) == len(set(pairs)) == SAMPLES * RUNS  # no duplicates
     assert set(pairs) == expected
     # Each shard wrote its own samples only.
@@ -210,12 +210,14 @@ def test_status_counts_errors_as_missing(outdir: Path, run_curate) -> None:
     run = outdir / "run"
     assert run_curate(*args(run)).returncode == 0
     store = RolloutStore(run)
-    rows = store.rollouts(["sample_id", "run_idx", "error"])
+    rows = store.rollouts(["sample_id", "rollout_idx", "error"])
     # Replace one scored rollout by an error row: it is no longer done.
     paths = store.shard_paths()
     frame = pl.read_parquet(paths)
     first = rows.row(0, named=True)
-    hit = (pl.col("sample_id") == first["sample_id"]) & (pl.col("run_idx") == first["run_idx"])
+    hit = (pl.col("sample_id") == first["sample_id"]) & (
+        pl.col("rollout_idx") == first["rollout_idx"]
+    )
     broken = frame.with_columns(
         pl.when(hit).then(pl.lit("backend: boom")).otherwise(pl.col("error")).alias("error"),
         pl.when(hit).then(None).otherwise(pl.col("score")).alias("score"),

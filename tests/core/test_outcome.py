@@ -64,7 +64,7 @@ def test_statistics_use_the_rule() -> None:
     rollouts = pl.DataFrame(
         {
             "sample_id": ["a"] * 4 + ["b"] * 4 + ["c"] * 4 + ["d"] * 2,
-            "run_idx": [0, 1, 2, 3] * 3 + [0, 1],
+            "rollout_idx": [0, 1, 2, 3] * 3 + [0, 1],
             "score": [1.0] * 4 + [0.0] * 4 + [1.0, 0.0, 1.0, 0.0] + [0.4, 0.6],
             "error": [None] * 14,
         },

@@ -22,8 +22,8 @@ from curate.data.samples import (
     resolve_fields,
 )
 from curate.data.sources import source_files, source_kind
-from curate.engine.evaluate import evaluate
 from curate.errors import InputError, UsageError
+from curate.evaluation.evaluate import evaluate
 from curate.store.run_dir import RolloutStore
 from tests.conftest import fake_eval_options
 

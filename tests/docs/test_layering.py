@@ -40,7 +40,7 @@ FOLLOWS_THE_IMPORT_RULE = (
     "curate/filtering",
     "curate/exports",
     "curate/trainers",
-    "curate/engine/ingest.py",
+    "curate/evaluation/ingest.py",
     "curate/stats/columns.py",
     "curate/stats/apportion.py",
 )

@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from curate.engine.evaluate import evaluate
+from curate.evaluation.evaluate import evaluate
 from curate.stats.analysis import analyze
 from curate.store.scores import load_scores
 from tests.conftest import fake_eval_options

@@ -12,7 +12,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from curate.engine.evaluate import evaluate
+from curate.evaluation.evaluate import evaluate
 from curate.exports.kind import task_kind
 from curate.graders.sandbox import run_program
 from tests.conftest import ROOT, fake_eval_options

@@ -109,7 +109,7 @@ def test_openai_rft_items(cli, chat_run: Path, outdir: Path) -> None:
 def test_openai_rft_refuses_an_assistant_last_message(cli, tmp_path: Path, outdir: Path) -> None:
     scores = tmp_path / "scores.csv"
     pl.DataFrame(
-        {"sample_id": ["a"] * 4, "run_idx": [0, 1, 2, 3], "score": [1.0, 0.0, 1.0, 0.0]}
+        {"sample_id": ["a"] * 4, "rollout_idx": [0, 1, 2, 3], "score": [1.0, 0.0, 1.0, 0.0]}
     ).write_csv(scores)
     data = tmp_path / "data.jsonl"
     data.write_text(

@@ -164,7 +164,7 @@ def bare(tmp_path: Path) -> tuple[Path, Path]:
     scores = tmp_path / "scores.parquet"
     pl.DataFrame(
         [(sid, i, float(s)) for sid, ss in rng.items() for i, s in enumerate(ss)],
-        schema={"sample_id": pl.String, "run_idx": pl.Int32, "score": pl.Float64},
+        schema={"sample_id": pl.String, "rollout_idx": pl.Int32, "score": pl.Float64},
         orient="row",
     ).write_parquet(scores)
     data = tmp_path / "problems.jsonl"
@@ -228,7 +228,7 @@ def test_field_overrides_and_system(cli, bare, outdir) -> None:
 
 def test_run_template_is_reused(cli, tmp_path, outdir) -> None:
     """The run's manifest template (and no system prompt) builds the exported prompt."""
-    from curate.engine.evaluate import evaluate
+    from curate.evaluation.evaluate import evaluate
 
     data = tmp_path / "d.jsonl"
     data.write_text(

@@ -91,7 +91,7 @@ def test_verl_rows_round_trip_through_datasets(
 def test_verl_input_keeps_its_own_fields(cli, tmp_path: Path, outdir: Path) -> None:
     """A verl data set evaluated and exported back keeps data_source, ability,
     reward_model.style and its extra_info fields; curate adds its statistics."""
-    from curate.engine.evaluate import evaluate
+    from curate.evaluation.evaluate import evaluate
 
     source = [
         {

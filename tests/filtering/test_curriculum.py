@@ -65,7 +65,7 @@ def run_scores(tmp_path: Path) -> Path:
     """6 samples x 4 rollouts, pass rates 0, 0.25, 0.5, 0.5, 0.75, 1."""
     rights = [0, 1, 2, 2, 3, 4]
     rows = [
-        {"sample_id": f"s{i}", "run_idx": r, "score": float(r < k)}
+        {"sample_id": f"s{i}", "rollout_idx": r, "score": float(r < k)}
         for i, k in enumerate(rights)
         for r in range(4)
     ]

@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("openai")
 pytest.importorskip("vllm")
 
-from curate.engine.evaluate import evaluate
+from curate.evaluation.evaluate import evaluate
 from curate.graders.judge import CACHE_FILE
 from curate.store.run_dir import RolloutStore
 from tests.backends.fault_proxy import VLLMServer

@@ -30,7 +30,7 @@ def _runs(tmp_path: Path, rates: list[np.ndarray], n: int = 8, seed: int = 0) ->
         pl.DataFrame(
             {
                 "sample_id": np.repeat([f"s{j:06d}" for j in range(len(p))], n),
-                "run_idx": np.tile(np.arange(n, dtype=np.int32), len(p)),
+                "rollout_idx": np.tile(np.arange(n, dtype=np.int32), len(p)),
                 "score": scores.ravel(),
             }
         ).write_parquet(path)

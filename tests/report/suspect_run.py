@@ -48,7 +48,7 @@ MAJORITY = {"bad1": ("42", 7 / 8, 8), "bad2": ("1000", 5 / 8, 8), "bad3": ("pari
 
 
 def answer_rows() -> pl.DataFrame:
-    """sample_id, run_idx, score, error, completion, extracted: one row per rollout."""
+    """sample_id, rollout_idx, score, error, completion, extracted: one row per rollout."""
     rows = [
         (sid, i, float(score), None, f"... the answer is {extracted}", extracted)
         for sid, (_, answers) in SAMPLES.items()
@@ -56,7 +56,7 @@ def answer_rows() -> pl.DataFrame:
     ]
     schema = {
         "sample_id": pl.String,
-        "run_idx": pl.Int32,
+        "rollout_idx": pl.Int32,
         "score": pl.Float64,
         "error": pl.String,
         "completion": pl.String,

@@ -14,12 +14,12 @@ from curate.store.scores import load_scores
 
 
 def write_scores(path: Path) -> Path:
-    # 3 samples x 4 runs: always right, always wrong, 2 of 4.
+    # 3 samples x 4 rollouts: always right, always wrong, 2 of 4.
     scores = [1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 1, 0]
     pl.DataFrame(
         {
             "sample_id": [s for s in ("a", "b", "c") for _ in range(4)],
-            "run_idx": [0, 1, 2, 3] * 3,
+            "rollout_idx": [0, 1, 2, 3] * 3,
             "score": [float(x) for x in scores],
         }
     ).write_parquet(path)
@@ -44,14 +44,14 @@ def test_summary_matches_the_per_sample_analysis(tmp_path: Path) -> None:
     assert report.summary.gate == want.gate
     assert report.source == str(path)
     assert report.usage is None
-    assert report.gates == [] and report.failed_gates == []
+    assert report.checks == [] and report.failed_checks == []
 
 
 def test_gates_are_checked(tmp_path: Path) -> None:
     path = write_scores(tmp_path / "s.parquet")
     report = build_report(path, fail_under_signal=0.5, max_error_rate=0.0)
-    assert [g.name for g in report.gates] == ["fail-under-signal", "max-error-rate"]
-    assert [g.name for g in report.failed_gates] == ["fail-under-signal"]
+    assert [g.name for g in report.checks] == ["fail-under-signal", "max-error-rate"]
+    assert [g.name for g in report.failed_checks] == ["fail-under-signal"]
 
 
 def test_prices_give_a_usage_section(tmp_path: Path) -> None:

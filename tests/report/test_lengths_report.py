@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from curate.cli.app import app
-from curate.engine.evaluate import evaluate
+from curate.evaluation.evaluate import evaluate
 from curate.report.build import build_report
 from curate.store.run_dir import RolloutStore
 from tests.conftest import fake_eval_options

@@ -37,7 +37,7 @@ def scores_table(path: Path, n_lo: int, n_hi: int, values: tuple[float, ...], se
         rows,
         schema={
             "sample_id": pl.String,
-            "run_idx": pl.Int32,
+            "rollout_idx": pl.Int32,
             "score": pl.Float64,
             "data_source": pl.String,
         },
@@ -132,7 +132,7 @@ def test_an_adaptive_runs_plot_shows_its_model_based_figure(
 ) -> None:
     """An adaptive run's headline is model-based; its gate plot must mark the
     same figure, not the raw-rate curve."""
-    from curate.engine.adaptive.policy import AdaptivePolicy, replay
+    from curate.evaluation.adaptive.policy import AdaptivePolicy, replay
     from curate.store.run_dir import RolloutStore
 
     rng = np.random.default_rng(3)
@@ -157,8 +157,10 @@ def test_an_adaptive_runs_plot_shows_its_model_based_figure(
             "adaptive_policy": {"max_runs": 8},
         }
     )
-    frame = pl.DataFrame(rows, schema=["sample_id", "run_idx", "score"], orient="row").with_columns(
-        pl.col("run_idx").cast(pl.Int32), pl.lit(None, dtype=pl.String).alias("error")
+    frame = pl.DataFrame(
+        rows, schema=["sample_id", "rollout_idx", "score"], orient="row"
+    ).with_columns(
+        pl.col("rollout_idx").cast(pl.Int32), pl.lit(None, dtype=pl.String).alias("error")
     )
     store.append(frame)
     s = build_report(store.run_dir, group_size=G).summary

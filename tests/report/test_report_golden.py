@@ -13,7 +13,7 @@ import math
 import pytest
 from rich.console import Console
 
-from curate.report.gates import evaluate_gates
+from curate.report.checks import evaluate_checks
 from curate.report.render import render_json, render_markdown, render_table
 from curate.stats import analyze
 from curate.store.scores import load_scores
@@ -51,7 +51,7 @@ def test_golden_json(analysis, golden) -> None:
 
 
 def test_golden_with_gates(analysis, golden) -> None:
-    gates = evaluate_gates(analysis.summary, **GATES)
+    gates = evaluate_checks(analysis.summary, **GATES)
     golden("scores_small.gates.txt", table_text(analysis.summary, gates))
     golden("scores_small.gates.md", render_markdown(analysis.summary, gates, source=SOURCE))
     golden("scores_small.gates.json", render_json(analysis.summary, gates, source=SOURCE))
@@ -165,7 +165,7 @@ def rollouts_all_zero():
     import polars as pl
 
     frame = pl.DataFrame(
-        {"sample_id": ["a", "a", "b"], "run_idx": [0, 1, 0], "score": [0.0, 0.0, 0.0]},
-        schema_overrides={"run_idx": pl.Int32},
+        {"sample_id": ["a", "a", "b"], "rollout_idx": [0, 1, 0], "score": [0.0, 0.0, 0.0]},
+        schema_overrides={"rollout_idx": pl.Int32},
     ).with_columns(pl.lit(None, dtype=pl.String).alias("error"))
     return analyze(frame)

@@ -112,7 +112,7 @@ def test_a_score_table_without_answers_is_not_checked_and_reads_as_before(
     tmp_path: Path,
 ) -> None:
     table = tmp_path / "scores.csv"
-    answer_rows().select("sample_id", "run_idx", "score").write_csv(table)
+    answer_rows().select("sample_id", "rollout_idx", "score").write_csv(table)
     assert not has_answers(table) and read_answers(table) is None
     report = build_report(table)
     check = report.suspects

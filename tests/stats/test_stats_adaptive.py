@@ -22,7 +22,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from curate.engine.adaptive import AdaptivePolicy, replay
+from curate.evaluation.adaptive import AdaptivePolicy, replay
 from curate.report.render import render_json, render_markdown
 from curate.stats import analyze
 from curate.stats.adaptive import (

@@ -21,7 +21,7 @@ def _rows(scores: dict[str, list[float | None]]) -> pl.DataFrame:
         rows,
         schema={
             "sample_id": pl.String,
-            "run_idx": pl.Int32,
+            "rollout_idx": pl.Int32,
             "score": pl.Float64,
             "error": pl.String,
         },

@@ -32,7 +32,7 @@ def _matrix_frame(scores: np.ndarray, prefix: str = "s") -> pl.DataFrame:
     return pl.DataFrame(
         {
             "sample_id": np.repeat([f"{prefix}{i}" for i in range(samples)], n),
-            "run_idx": np.tile(np.arange(n), samples).astype(np.int32),
+            "rollout_idx": np.tile(np.arange(n), samples).astype(np.int32),
             "score": scores.ravel().astype(float),
             "error": pl.Series([None] * (samples * n), dtype=pl.String),
         }

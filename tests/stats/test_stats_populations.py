@@ -29,7 +29,7 @@ import polars as pl
 import pytest
 
 import curate.stats.analysis as analysis_module
-from curate.engine.adaptive import AdaptivePolicy, replay
+from curate.evaluation.adaptive import AdaptivePolicy, replay
 from curate.stats import analyze
 from curate.stats.dataset import MAX_MULTIPLIER, MULTIPLIER_MIN_GAIN, gate_curve
 from curate.stats.estimators import fit_beta_prior

@@ -65,7 +65,7 @@ def to_frame(matrix: Sequence[Sequence[float]]) -> pl.DataFrame:
     ]
     frame = pl.DataFrame(
         rows,
-        schema={"sample_id": pl.String, "run_idx": pl.Int32, "score": pl.Float64},
+        schema={"sample_id": pl.String, "rollout_idx": pl.Int32, "score": pl.Float64},
         orient="row",
     )
     return frame.with_columns(pl.lit(None, dtype=pl.String).alias("error"))

@@ -34,12 +34,12 @@ def simulate(p: float, n_lo: int, n_hi: int, seed: int) -> pl.DataFrame:
     rng = np.random.default_rng(seed)
     n = rng.integers(n_lo, n_hi + 1, size=SAMPLES)
     sample_idx = np.repeat(np.arange(SAMPLES), n)
-    run_idx = np.concatenate([np.arange(k) for k in n])
+    rollout_idx = np.concatenate([np.arange(k) for k in n])
     score = (rng.random(sample_idx.size) < p).astype(np.float64)
     return pl.DataFrame(
         {
             "sample_id": [f"s{i:05d}" for i in sample_idx],
-            "run_idx": run_idx.astype(np.int32),
+            "rollout_idx": rollout_idx.astype(np.int32),
             "score": score,
             "error": pl.Series([None] * sample_idx.size, dtype=pl.String),
         }
@@ -152,7 +152,7 @@ def test_gate_curve_beyond_n_is_calibrated(alpha: float, beta: float) -> None:
     frame = pl.DataFrame(
         {
             "sample_id": np.repeat([f"s{i:05d}" for i in range(samples)], n),
-            "run_idx": np.tile(np.arange(n, dtype=np.int32), samples),
+            "rollout_idx": np.tile(np.arange(n, dtype=np.int32), samples),
             "score": score,
             "error": pl.Series([None] * score.size, dtype=pl.String),
         }
@@ -194,7 +194,7 @@ def long_format(scores: list[np.ndarray], groups: np.ndarray | None = None) -> p
     return pl.DataFrame(
         {
             "sample_id": np.repeat([f"s{i:05d}" for i in range(len(scores))], n),
-            "run_idx": np.concatenate([np.arange(k, dtype=np.int32) for k in n]),
+            "rollout_idx": np.concatenate([np.arange(k, dtype=np.int32) for k in n]),
             "score": np.concatenate(scores).astype(np.float64),
             "error": pl.Series([None] * int(n.sum()), dtype=pl.String),
         }

@@ -39,7 +39,7 @@ def scores(n: int = 30, k: int = 4, *, partial: bool = False, seed: int = 0) -> 
     return pl.DataFrame(
         {
             "sample_id": [f"s{i}" for i in np.repeat(np.arange(n), k)],
-            "run_idx": np.tile(np.arange(k, dtype=np.int32), n),
+            "rollout_idx": np.tile(np.arange(k, dtype=np.int32), n),
             "score": values.ravel(),
         }
     )
@@ -59,24 +59,24 @@ ERRORS = BASE.with_columns(
 LAYOUTS = {
     "dense": BASE,
     "dense_partial": scores(partial=True),
-    "dense_width_1": BASE.filter(pl.col("run_idx") == 0),
-    "no_run_idx": BASE.drop("run_idx"),
+    "dense_width_1": BASE.filter(pl.col("rollout_idx") == 0),
+    "no_rollout_idx": BASE.drop("rollout_idx"),
     "int_ids_bool_scores": BASE.with_columns(
         pl.col("sample_id").str.slice(1).cast(pl.Int64), pl.col("score").cast(pl.Boolean)
     ),
-    "run_major": BASE.sort("run_idx", maintain_order=True),
-    "run_major_partial": scores(partial=True).sort("run_idx", maintain_order=True),
+    "run_major": BASE.sort("rollout_idx", maintain_order=True),
+    "run_major_partial": scores(partial=True).sort("rollout_idx", maintain_order=True),
     "run_major_reordered_block": pl.concat(
-        [BASE.filter(pl.col("run_idx") < 2).sort("run_idx", maintain_order=True)]
-        + [BASE.filter(pl.col("run_idx") == r).reverse() for r in (2, 3)]
+        [BASE.filter(pl.col("rollout_idx") < 2).sort("rollout_idx", maintain_order=True)]
+        + [BASE.filter(pl.col("rollout_idx") == r).reverse() for r in (2, 3)]
     ),
-    "run_major_falling_run_idx": BASE.sort("run_idx", descending=True, maintain_order=True),
+    "run_major_falling_rollout_idx": BASE.sort("rollout_idx", descending=True, maintain_order=True),
     "shuffled": BASE.sample(fraction=1.0, shuffle=True, seed=1),
-    "reversed_run_idx": BASE.with_columns(pl.col("run_idx").reverse().over("sample_id")),
-    "ragged": BASE.filter(~((pl.col("sample_id") == "s3") & (pl.col("run_idx") > 1))),
+    "reversed_rollout_idx": BASE.with_columns(pl.col("rollout_idx").reverse().over("sample_id")),
+    "ragged": BASE.filter(~((pl.col("sample_id") == "s3") & (pl.col("rollout_idx") > 1))),
     "failed_rollouts": ERRORS,
     "sample_split_over_blocks": pl.concat(
-        [BASE.head(8), BASE.head(4).with_columns(pl.col("run_idx") + 4)]
+        [BASE.head(8), BASE.head(4).with_columns(pl.col("rollout_idx") + 4)]
     ),
     "exact_duplicate": pl.concat([BASE, BASE.head(2)]),
     "empty_error_strings": BASE.with_columns(pl.lit("").alias("error")),
@@ -84,7 +84,7 @@ LAYOUTS = {
     "wide_blocks": scores(n=3, k=5000, seed=2),
     "one_sample": scores(n=1, k=6, seed=4),
     "first_sample_again_at_the_end": pl.concat(
-        [BASE, BASE.head(4).with_columns(pl.col("run_idx") + 4)]
+        [BASE, BASE.head(4).with_columns(pl.col("rollout_idx") + 4)]
     ),
 }
 
@@ -99,9 +99,9 @@ def check_same(path: Path) -> None:
     assert_frame_equal(
         got.aggregate.sort("sample_id"), reference(path), check_exact=False, rel_tol=1e-12
     )
-    want = load_scores(path).rollouts.select("sample_id", "run_idx", "score", "error")
-    rows = got.rollouts.select("sample_id", "run_idx", "score", "error").collect()
-    assert_frame_equal(rows.sort("sample_id", "run_idx"), want.sort("sample_id", "run_idx"))
+    want = load_scores(path).rollouts.select("sample_id", "rollout_idx", "score", "error")
+    rows = got.rollouts.select("sample_id", "rollout_idx", "score", "error").collect()
+    assert_frame_equal(rows.sort("sample_id", "rollout_idx"), want.sort("sample_id", "rollout_idx"))
     old, new = analyze(want), analyze(got.rollouts, aggregate=got.aggregate)
     assert new.summary.categories == old.summary.categories
     assert new.summary.mean_score == pytest.approx(old.summary.mean_score, rel=1e-12)
@@ -151,8 +151,8 @@ def test_run_directories(tmp_path: Path) -> None:
     store = RolloutStore(tmp_path / "run")
     store.create()
     store.write_manifest({"model": "m", "adaptive": True})
-    store.append(ERRORS.filter(pl.col("run_idx") < 2))
-    store.append(ERRORS.filter(pl.col("run_idx") >= 2))
+    store.append(ERRORS.filter(pl.col("rollout_idx") < 2))
+    store.append(ERRORS.filter(pl.col("rollout_idx") >= 2))
     check_same(store.run_dir)
     # A retry of the failed rollouts in a later shard: the latest scored row wins.
     retry = ERRORS.filter(pl.col("error").is_not_null()).with_columns(
@@ -174,19 +174,19 @@ BAD = {
     "infinite": BASE.with_columns(at(5, float("inf"), "score")),
     "no_score_no_error": BASE.with_columns(at(5, None, "score")),
     "missing_sample_id": BASE.with_columns(at(5, None, "sample_id")),
-    "missing_run_idx": BASE.with_columns(at(5, None, "run_idx")),
+    "missing_rollout_idx": BASE.with_columns(at(5, None, "rollout_idx")),
     "conflicting_duplicate": pl.concat(
         [BASE, BASE.head(1).with_columns((1.0 - pl.col("score")).alias("score"))]
     ),
     "conflict_inside_a_block": BASE.with_columns(
-        at(1, 0, "run_idx"), at(1, 1.0 - pl.col("score").first(), "score")
+        at(1, 0, "rollout_idx"), at(1, 1.0 - pl.col("score").first(), "score")
     ),
     "text_score": BASE.with_columns(pl.col("score").cast(pl.String)).with_columns(
         at(3, pl.lit("abc"), "score")
     ),
-    "run_major_repeated_run": BASE.filter(pl.col("run_idx") < 2)
-    .sort("run_idx", maintain_order=True)
-    .with_columns(pl.lit(0, pl.Int32).alias("run_idx")),
+    "run_major_repeated_run": BASE.filter(pl.col("rollout_idx") < 2)
+    .sort("rollout_idx", maintain_order=True)
+    .with_columns(pl.lit(0, pl.Int32).alias("rollout_idx")),
     "empty": BASE.head(0),
     "no_score_column": BASE.drop("score"),
 }

@@ -104,13 +104,13 @@ def test_two_shards_scoring_a_pair_differently_are_refused(store: RolloutStore) 
     with pytest.raises(InputError) as info:
         store.rollouts()
     message = str(info.value)
-    assert message.startswith(f"{store.rollouts_dir}: 2 (sample_id, run_idx) pair(s) ")
+    assert message.startswith(f"{store.rollouts_dir}: 2 (sample_id, rollout_idx) pair(s) ")
     assert f"sample 'a' run 0 scored 1 in {first.name}, 0 in {second.name}" in message
     assert "across 2 shard(s)" in message and "--force-new" in message
     assert "\n" not in message
     # Also when the caller did not ask for scores (planning a resume).
     with pytest.raises(InputError, match="scored twice"):
-        store.rollouts(["sample_id", "run_idx"])
+        store.rollouts(["sample_id", "rollout_idx"])
 
 
 @pytest.mark.parametrize(
@@ -132,20 +132,29 @@ def test_replacements_and_repeats_are_not_conflicts(
     store.append(rollout_frame(rows))
     frame = store.rollouts()
     assert frame.select("score", "error").rows() == [expected]
-    assert frame.columns[:4] == ["sample_id", "run_idx", "score", "error"]
+    assert frame.columns[:4] == ["sample_id", "rollout_idx", "score", "error"]
 
 
 def test_requested_columns_are_kept_as_before(store: RolloutStore) -> None:
     store.append(rollout_frame([("a", 0, 1.0, None)]))
-    assert store.rollouts(["sample_id", "run_idx"]).columns == ["sample_id", "run_idx", "error"]
-    assert store.rollouts(["completion"]).columns == ["completion", "sample_id", "run_idx", "error"]
+    assert store.rollouts(["sample_id", "rollout_idx"]).columns == [
+        "sample_id",
+        "rollout_idx",
+        "error",
+    ]
+    assert store.rollouts(["completion"]).columns == [
+        "completion",
+        "sample_id",
+        "rollout_idx",
+        "error",
+    ]
 
 
 def test_several_shards_out_of_order_come_back_sorted(store: RolloutStore) -> None:
     store.append(rollout_frame([("c", 0, 1.0, None), ("c", 1, 0.0, None)]))
     store.append(rollout_frame([("a", 1, 1.0, None), ("b", 0, None, "x")]))
     store.append(rollout_frame([("a", 0, 0.0, None)]))
-    got = store.rollouts(["sample_id", "run_idx", "score"]).rows()
+    got = store.rollouts(["sample_id", "rollout_idx", "score"]).rows()
     assert got == [
         ("a", 0, 0.0, None),
         ("a", 1, 1.0, None),
@@ -182,7 +191,7 @@ def test_a_shard_with_a_mistyped_column_is_named(store: RolloutStore) -> None:
         odd
     )
     with pytest.raises(InputError, match="column 'score' is String, expected Float64") as info:
-        store.rollouts(["sample_id", "run_idx", "score", "error"])
+        store.rollouts(["sample_id", "rollout_idx", "score", "error"])
     assert str(info.value).startswith(f"{odd}: ")
 
 
@@ -302,7 +311,7 @@ def test_resolving_repeats_matches_the_reference_rule(store: RolloutStore) -> No
             failed = rng.random() < 0.4
             rows.append((*pair, None if failed else score[pair], f"err{k}" if failed else None))
         store.append(rollout_frame(rows))
-    frame = store.scan(["sample_id", "run_idx", "score", "error"]).collect()
+    frame = store.scan(["sample_id", "rollout_idx", "score", "error"]).collect()
     expected = prefer_latest_scored(frame).drop("_shard")
-    got = store.rollouts(["sample_id", "run_idx", "score", "error"])
+    got = store.rollouts(["sample_id", "rollout_idx", "score", "error"])
     assert got.rows() == expected.rows()

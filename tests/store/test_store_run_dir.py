@@ -16,7 +16,7 @@ from tests.conftest import rollout_frame
 
 def as_dict(frame: pl.DataFrame) -> dict[tuple[str, int], tuple[float | None, str | None]]:
     return {
-        (r["sample_id"], r["run_idx"]): (r["score"], r["error"])
+        (r["sample_id"], r["rollout_idx"]): (r["score"], r["error"])
         for r in frame.iter_rows(named=True)
     }
 
@@ -91,11 +91,11 @@ def test_append_and_read(store: RolloutStore) -> None:
     assert store.shard_paths() == [path]
     frame = store.rollouts()
     assert frame.columns == list(ROLLOUT_COLUMNS)
-    assert frame.schema["run_idx"] == pl.Int32
+    assert frame.schema["rollout_idx"] == pl.Int32
     assert frame.schema["score"] == pl.Float64
-    assert frame.select("sample_id", "run_idx").rows() == [("a", 0), ("a", 1), ("b", 0)]
+    assert frame.select("sample_id", "rollout_idx").rows() == [("a", 0), ("a", 1), ("b", 0)]
     assert frame["completion"].null_count() == 3  # columns not given are null
-    assert store.completed_pairs().sort("sample_id", "run_idx").rows() == [("a", 0), ("a", 1)]
+    assert store.completed_pairs().sort("sample_id", "rollout_idx").rows() == [("a", 0), ("a", 1)]
 
 
 def test_append_accepts_extra_known_columns(store: RolloutStore) -> None:
@@ -103,7 +103,7 @@ def test_append_accepts_extra_known_columns(store: RolloutStore) -> None:
         pl.lit("the answer is 2").alias("completion"), pl.lit(12).alias("completion_tokens")
     )
     store.append(frame)
-    out = store.rollouts(["sample_id", "run_idx", "completion", "completion_tokens"])
+    out = store.rollouts(["sample_id", "rollout_idx", "completion", "completion_tokens"])
     assert out["completion"].to_list() == ["the answer is 2"]
     assert out["completion_tokens"].dtype == pl.Int32
 
@@ -118,7 +118,7 @@ def test_append_rejects_unknown_columns_and_skips_empty(store: RolloutStore) -> 
 def test_shards_accumulate_in_write_order(store: RolloutStore) -> None:
     paths = [store.append(rollout_frame([("a", i, 1.0, None)])) for i in range(5)]
     assert store.shard_paths() == paths
-    assert store.rollouts()["run_idx"].sort().to_list() == [0, 1, 2, 3, 4]
+    assert store.rollouts()["rollout_idx"].sort().to_list() == [0, 1, 2, 3, 4]
     # Only finished shards in rollouts/, no temporary files.
     assert sorted(store.rollouts_dir.iterdir()) == paths
 

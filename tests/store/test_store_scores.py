@@ -16,13 +16,13 @@ from curate.store.scores import SCORE_COLUMNS, load_scores
 
 SCORES = {
     "sample_id": ["a", "a", "a", "b", "b", "b"],
-    "run_idx": [0, 1, 2, 0, 1, 2],
+    "rollout_idx": [0, 1, 2, 0, 1, 2],
     "score": [1.0, 0.0, 1.0, 0.0, 0.0, 0.5],
 }
 
 
 def triples(frame: pl.DataFrame) -> list[tuple]:
-    return frame.sort("sample_id", "run_idx").select("sample_id", "run_idx", "score").rows()
+    return frame.sort("sample_id", "rollout_idx").select("sample_id", "rollout_idx", "score").rows()
 
 
 @pytest.mark.parametrize("name", ["s.parquet", "s.pq", "s.csv", "s.jsonl", "s.ndjson", "s.json"])
@@ -32,7 +32,7 @@ def test_every_table_format_loads_the_same(table_file, name: str) -> None:
     frame = source.rollouts
     assert frame.columns[:4] == list(SCORE_COLUMNS)
     assert frame.schema["sample_id"] == pl.String
-    assert frame.schema["run_idx"] == pl.Int32
+    assert frame.schema["rollout_idx"] == pl.Int32
     assert frame.schema["score"] == pl.Float64
     assert triples(frame) == [
         ("a", 0, 1.0),
@@ -50,7 +50,7 @@ def test_json_lines_with_json_suffix(text_file) -> None:
     assert triples(load_scores(path).rollouts) == [("a", 0, 1.0), ("a", 1, 0.0)]
 
 
-def test_missing_run_idx_is_numbered_in_file_order(text_file) -> None:
+def test_missing_rollout_idx_is_numbered_in_file_order(text_file) -> None:
     path = text_file("s.csv", "sample_id,score\nb,1\na,0\nb,0\na,1\nb,1\n")
     assert triples(load_scores(path).rollouts) == [
         ("a", 0, 0.0),
@@ -78,13 +78,13 @@ def test_numeric_strings_are_parsed(text_file) -> None:
 def test_error_rows_are_errors_never_scores(text_file) -> None:
     path = text_file(
         "s.csv",
-        "sample_id,run_idx,score,error\n"
+        "sample_id,rollout_idx,score,error\n"
         "a,0,1,\n"
         "a,1,0,timeout\n"  # a score on an error row is ignored
         "a,2,,rate limited\n"
         "b,0,0,\n",
     )
-    frame = load_scores(path).rollouts.sort("sample_id", "run_idx")
+    frame = load_scores(path).rollouts.sort("sample_id", "rollout_idx")
     assert frame.select("score", "error").rows() == [
         (1.0, None),
         (None, "timeout"),
@@ -104,12 +104,12 @@ def test_run_directory(tmp_path: Path) -> None:
     rows = pl.DataFrame(
         {
             "sample_id": ["a", "a", "b", "b"],
-            "run_idx": [0, 1, 0, 1],
+            "rollout_idx": [0, 1, 0, 1],
             "score": [1.0, None, 0.0, 1.0],
             "error": [None, "timeout", None, None],
             "completion_tokens": [5, None, 7, 9],
         },
-        schema_overrides={"run_idx": pl.Int32, "completion_tokens": pl.Int32},
+        schema_overrides={"rollout_idx": pl.Int32, "completion_tokens": pl.Int32},
     )
     store.append(rows)
     store.append(
@@ -128,14 +128,14 @@ def test_run_directory(tmp_path: Path) -> None:
 
 def test_run_directory_without_manifest(tmp_path: Path) -> None:
     store = RolloutStore(tmp_path / "run")
-    store.append(pl.DataFrame({"sample_id": ["a"], "run_idx": [0], "score": [1.0]}))
+    store.append(pl.DataFrame({"sample_id": ["a"], "rollout_idx": [0], "score": [1.0]}))
     source = load_scores(store.run_dir)
     assert source.manifest is None and source.is_run_dir
     assert triples(source.rollouts) == [("a", 0, 1.0)]
 
 
 def test_exact_duplicates_are_dropped(text_file) -> None:
-    path = text_file("s.csv", "sample_id,run_idx,score\na,0,1\na,1,0\na,0,1\nb,0,1\n")
+    path = text_file("s.csv", "sample_id,rollout_idx,score\na,0,1\na,1,0\na,0,1\nb,0,1\n")
     assert triples(load_scores(path).rollouts) == [("a", 0, 1.0), ("a", 1, 0.0), ("b", 0, 1.0)]
 
 
@@ -196,14 +196,14 @@ def test_run_dir_with_bad_manifest(tmp_path: Path) -> None:
         ("s.csv", "", ("cannot read table",)),
         ("s.csv", "sample_id,score\na,1\na,\n", ("neither a score nor an error",)),
         ("s.csv", "sample_id,score\n,1\n", ("sample_id has missing values",)),
-        ("s.csv", "sample_id,run_idx,score\na,0,1\na,0,0\n", ("conflicting rows", "'a' run 0")),
+        ("s.csv", "sample_id,rollout_idx,score\na,0,1\na,0,0\n", ("conflicting rows", "'a' run 0")),
         (
             "s.csv",
-            "sample_id,run_idx,score,error\na,0,1,\na,0,,timeout\n",
+            "sample_id,rollout_idx,score,error\na,0,1,\na,0,,timeout\n",
             ("conflicting rows",),
         ),
-        ("s.csv", "sample_id,run_idx,score\na,x,1\n", ("run_idx is not an integer",)),
-        ("s.csv", "sample_id,run_idx,score\na,,1\n", ("run_idx has missing values",)),
+        ("s.csv", "sample_id,rollout_idx,score\na,x,1\n", ("rollout_idx is not an integer",)),
+        ("s.csv", "sample_id,rollout_idx,score\na,,1\n", ("rollout_idx has missing values",)),
         ("s.txt", "sample_id,score\na,1\n", ("unknown table format '.txt'",)),
         ("scores", "sample_id,score\na,1\n", ("unknown table format '(none)'",)),
         ("s.json", "[{oops", ("cannot read",)),
@@ -226,7 +226,7 @@ def test_empty_parquet(table_file) -> None:
 
 def test_conflict_count_is_reported(text_file) -> None:
     path = text_file(
-        "s.csv", "sample_id,run_idx,score\nb,0,1\nb,0,0\na,1,1\na,1,0.5\nc,0,1\nc,0,1\n"
+        "s.csv", "sample_id,rollout_idx,score\nb,0,1\nb,0,0\na,1,1\na,1,0.5\nc,0,1\nc,0,1\n"
     )
     err = assert_input_error(path, "conflicting rows for sample 'a' run 1", "2 conflicting pair(s)")
     assert err.path == path
@@ -257,7 +257,7 @@ def test_load_aggregated_matches_load_scores(table_file, tmp_path: Path, name: s
         store = RolloutStore(tmp_path / "run")
         store.create()
         store.write_manifest({"model": "m"})
-        frame = data.with_columns(pl.col("run_idx").cast(pl.Int32))
+        frame = data.with_columns(pl.col("rollout_idx").cast(pl.Int32))
         store.append(frame.head(3))
         store.append(frame.with_columns(pl.lit(1.0).alias("score")).head(1))  # later shard wins
         store.append(frame.tail(3))

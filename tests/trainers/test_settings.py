@@ -127,7 +127,7 @@ def half_mixed(tmp_path: Path) -> Path:
     for i in range(40):
         for r in range(8):
             score = 1.0 if i < 10 else 0.0 if i < 20 else float(r % 2)
-            rows.append({"sample_id": f"s{i:02d}", "run_idx": r, "score": score})
+            rows.append({"sample_id": f"s{i:02d}", "rollout_idx": r, "score": score})
     path = tmp_path / "scores.csv"
     pl.DataFrame(rows).write_csv(path)
     return path

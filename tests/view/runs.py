@@ -97,7 +97,7 @@ def write_run(
             ok = bool(rng.random() < rates[s])
             row: dict[str, Any] = {
                 "sample_id": sid,
-                "run_idx": r,
+                "rollout_idx": r,
                 "score": 1.0 if ok else 0.0,
                 "completion": f"{s} + {s + 3} = {right if ok else right + 1}. The answer is "
                 f"{right if ok else right + 1}.",

@@ -89,9 +89,9 @@ def test_every_stored_rollout_is_in_a_chunk_as_stored(site: Path, runs: tuple[Pa
         hostile = samples[HOSTILE_ID]
         assert [r.get("c") for r in _rows(hostile["ro"][j])][:3] == [PAYLOAD] * 3
         # Every stored field of every rollout, as stored (the first run's first sample).
-        first = stored.filter(stored["sample_id"] == table["id"][1]).sort("run_idx").to_dicts()
+        first = stored.filter(stored["sample_id"] == table["id"][1]).sort("rollout_idx").to_dicts()
         for row, shown_row in zip(first, _rows(samples[table["id"][1]]["ro"][j]), strict=True):
-            assert shown_row["i"] == row["run_idx"] and shown_row.get("c") == row["completion"]
+            assert shown_row["i"] == row["rollout_idx"] and shown_row.get("c") == row["completion"]
             assert shown_row.get("s") == row["score"] and shown_row.get("e") == row["error"]
             assert (
                 shown_row.get("r") == row["reasoning"]
@@ -144,7 +144,11 @@ def test_bad_input_is_one_line_exit_2_and_leaves_nothing(tmp_path: Path) -> None
 def test_a_score_table_opens_too(tmp_path: Path) -> None:
     table = tmp_path / "scores.parquet"
     pl.DataFrame(
-        {"sample_id": ["a", "a", "b", "b"], "run_idx": [0, 1, 0, 1], "score": [1.0, 0.0, 1.0, 1.0]}
+        {
+            "sample_id": ["a", "a", "b", "b"],
+            "rollout_idx": [0, 1, 0, 1],
+            "score": [1.0, 0.0, 1.0, 1.0],
+        }
     ).write_parquet(table)
     result = build_site([table], tmp_path / "site")
     assert result.samples == 2 and result.rollouts == 4
@@ -235,7 +239,9 @@ def test_the_prompt_is_shown_as_each_layout_builds_it(
             }
         )
     )
-    store.append(pl.DataFrame({"sample_id": ["a", "a"], "run_idx": [0, 1], "score": [1.0, 0.0]}))
+    store.append(
+        pl.DataFrame({"sample_id": ["a", "a"], "rollout_idx": [0, 1], "score": [1.0, 0.0]})
+    )
     build_site([store.run_dir], tmp_path / "site")
     _, items = read_call(tmp_path / "site" / "data" / "chunk-0.js")
     assert items[0]["p"] == [expected]
