@@ -57,7 +57,8 @@ def rss_bytes() -> int:
 def child(data: Path, out: Path, chars: str | None) -> None:
     """Run one evaluation and print its figures as JSON (the parent adds peak RSS)."""
     sys.path.insert(0, str(ROOT))
-    from curate.evaluation.evaluate import EvalOptions, evaluate
+    from curate.evaluation.evaluate import evaluate
+    from curate.evaluation.options import EvalOptions
 
     prompts = sum(1 for _ in data.open())
     answers = make_data(Path(os.devnull), prompts)  # same seed: the same answers

@@ -45,7 +45,8 @@ import curate.stats.analysis as analysis_module  # noqa: E402
 from curate.evaluation.adaptive import AdaptivePolicy, replay  # noqa: E402
 from curate.stats import analyze  # noqa: E402
 from curate.stats.estimators import fit_beta_prior  # noqa: E402
-from curate.stats.per_sample import fit_prior, pair_histogram  # noqa: E402
+from curate.stats.multiplicity import pair_histogram  # noqa: E402
+from curate.stats.per_sample import fit_prior  # noqa: E402
 from curate.stats.prior import GridPrior, fit_prior_counts  # noqa: E402
 
 TARGET_RATIO = 1.10

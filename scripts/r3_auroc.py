@@ -17,7 +17,8 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from curate.evaluation.evaluate import EvalOptions, evaluate
+from curate.evaluation.evaluate import evaluate
+from curate.evaluation.options import EvalOptions
 from curate.graders import get_grader
 from curate.store.certainty import read_certainties
 from curate.store.run_dir import RolloutStore

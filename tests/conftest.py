@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from curate.backends.base import SamplingConfig
 from curate.cli.app import app
 from curate.data.samples import load_samples, prompts_by_id, references_by_id
-from curate.evaluation.evaluate import EvalOptions
+from curate.evaluation.options import EvalOptions
 from curate.evaluation.runner import EvalResult, run_eval
 from curate.graders import get_grader
 from curate.store.run_dir import RolloutStore

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from curate.errors import UsageError
+from curate.errors import InputError, UsageError
 from curate.stats.apportion import apportion
 
 if TYPE_CHECKING:
@@ -179,8 +179,6 @@ def allocate(
 def join_plan(frame: pl.DataFrame, plan: pl.DataFrame, *, source: object = None) -> pl.DataFrame:
     """`frame` with the plan's `planned_rollouts` joined on sample_id (null: not in the plan)."""
     import polars as pl
-
-    from curate.errors import InputError
 
     missing = [c for c in ("sample_id", "planned_rollouts") if c not in plan.columns]
     if missing:

@@ -15,6 +15,7 @@ from curate.allocation.plan import (
     variance_proxy,
 )
 from curate.errors import UsageError
+from curate.store.tables import table_format, write_table
 
 if TYPE_CHECKING:
     import polars as pl
@@ -73,7 +74,6 @@ def plan_rollouts(
     `curate.allocation.plan`), and write the plan to `output` when given
     (.jsonl, .parquet or .csv). Bad options fail before anything is read."""
     from curate.analysis import load_analysis
-    from curate.store.tables import table_format, write_table
 
     if output is not None:
         table_format(output)  # an unknown suffix fails before any work

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from curate.core.outcome import DEFAULT_THRESHOLD
+from curate.core.outcome import DEFAULT_GROUP_SIZE, DEFAULT_THRESHOLD
 from curate.errors import InputError, UsageError
 from curate.stats.compare import (
     DEFAULT_ALPHA,
@@ -29,7 +29,6 @@ from curate.stats.compare import (
     set_counts,
     transition_counts,
 )
-from curate.stats.per_sample import DEFAULT_GROUP_SIZE
 
 if TYPE_CHECKING:
     import polars as pl

@@ -15,6 +15,9 @@ from __future__ import annotations
 import os
 from typing import Any, Final
 
+from curate.errors import InputError
+from curate.store.scores import COMPLETION_COLUMN, scan_completions
+
 # The share of completions at which the report flags them on the terminal and in Markdown.
 WARN_SHARE: Final = 0.10
 # A letter or a digit of any script (Rust regex classes, as polars reads them).
@@ -34,9 +37,6 @@ def load_empty(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     {sample_id, rollout_idx, completion}, or None. Only completions of at most SHORT_TOKENS
     tokens (or without a count) are read as text."""
     import polars as pl
-
-    from curate.errors import InputError
-    from curate.store.scores import COMPLETION_COLUMN, scan_completions
 
     keys = scan_completions(path, text=False)
     if keys is None:

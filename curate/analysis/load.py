@@ -12,9 +12,9 @@ from curate.core.outcome import DEFAULT_THRESHOLD
 from curate.errors import InputError
 from curate.stats.adaptive import nominal_runs
 from curate.stats.analysis import analyze
+from curate.stats.multiplicity import MULTIPLICITY
 from curate.stats.per_sample import (
     DEFAULT_GROUP_SIZE,
-    MULTIPLICITY,
     aggregate_exprs,
     aggregate_fixed_width,
     aggregate_rollouts,

@@ -10,13 +10,17 @@ whether the report runs it unasked.
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from curate.data.samples import ANSWER_FIELDS
 from curate.stats.suspects import DEFAULT_MIN_N, DEFAULT_MIN_SHARE, check_parameters
 from curate.store.manifest import RunManifest
+from curate.store.run_dir import RolloutStore, is_run_dir
 from curate.store.scores import has_answers, read_answers
 
 if TYPE_CHECKING:
@@ -114,7 +118,6 @@ def not_checked(
 
 def too_large_reason(rollouts: int, source: str) -> str:
     """Why the report skipped the check on a large input, and how to run it."""
-    import shlex
 
     return (
         f"not checked unasked on {rollouts:,} rollouts (it reads every answer); "
@@ -180,8 +183,6 @@ def _references(path: Path, ids: pl.Series, manifest: RunManifest | None) -> pl.
     references for a score table, or when the run names no answer field it has."""
     import polars as pl
 
-    from curate.store.run_dir import RolloutStore, is_run_dir
-
     none = pl.Series("reference", [None] * len(ids), dtype=pl.String)
     empty = pl.DataFrame({"sample_id": ids, "reference": none})
     if ids.len() == 0 or not (path.is_dir() and is_run_dir(path)):
@@ -195,8 +196,6 @@ def _references(path: Path, ids: pl.Series, manifest: RunManifest | None) -> pl.
     schema = pl.read_parquet_schema(samples)
     field = manifest.answer_field if manifest is not None else None
     if not field:  # a manifest from before answer_field: the column `curate eval` would pick
-        from curate.data.samples import ANSWER_FIELDS
-
         field = next((c for c in ANSWER_FIELDS if c in schema), None)
     # A column, or `struct.field` for an answer nested in a struct column.
     head, nested = (field, "") if field in schema else (field or "").partition(".")[::2]
@@ -224,7 +223,6 @@ def _references(path: Path, ids: pl.Series, manifest: RunManifest | None) -> pl.
 
 def _as_text(value: object) -> str | None:
     """A reference as a person reads it: text as is, anything else as JSON."""
-    import json
 
     if value is None or isinstance(value, str):
         return value

@@ -44,6 +44,7 @@ from curate.backends.base import (
     SamplingConfig,
 )
 from curate.backends.options import BackendOptions
+from curate.backends.registry import open_backend
 from curate.errors import MissingExtraError, RunError, UsageError, one_line
 
 log = logging.getLogger(__name__)
@@ -241,7 +242,6 @@ def _describe(backend: str, model: str, options: BackendOptions, seed: int) -> B
         from curate.backends.vllm_local import describe
 
         return describe(model, options)  # type: ignore[arg-type]
-    from curate.backends.registry import open_backend
 
     with open_backend(backend, model, options, seed=seed) as opened:
         return opened.info()

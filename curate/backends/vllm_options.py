@@ -4,6 +4,10 @@ manifest and `curate eval`'s flags. Importing this module does not import vllm."
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import json
+import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,7 +83,6 @@ _DEFAULTS: dict[str, Any] = {"replicas": 1, "gpus_per_replica": None, "cpus_per_
 
 def local_config(model: str) -> dict[str, Any]:
     """A local model directory's config.json ({} for a hub name or an unreadable file)."""
-    import json
 
     try:
         data = json.loads((Path(model) / "config.json").read_text(encoding="utf-8"))
@@ -123,8 +126,6 @@ def looks_local(model: str) -> bool:
     """Whether `model` names a path rather than a hub repo ("name" or "org/name"):
     it starts with ., / or ~, has more than one separator or a trailing one, or its
     first part is a local directory (sample_data/tiny-mat, a typo of a local model)."""
-    import os
-    import re
 
     if model.startswith((".", "/", "~")) or (os.altsep and os.altsep in model):
         return True
@@ -139,7 +140,6 @@ def looks_local(model: str) -> bool:
 
 def _nearby(path: Path) -> str:
     """'; did you mean X?' for a close sibling of a mistyped directory, else ''."""
-    import difflib
 
     parent = path.parent
     try:
@@ -152,7 +152,6 @@ def _nearby(path: Path) -> str:
 
 def _hub_problem(model: str) -> Exception | None:
     """Why the engine could not get hub model `model` (None: cached, found, or unsure)."""
-    import os
 
     try:
         import huggingface_hub

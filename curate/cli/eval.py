@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -14,25 +15,9 @@ from curate.backends.options import BackendOptions, flag_name
 from curate.backends.registry import options_schema
 from curate.backends.vllm_options import VllmOptions
 from curate.cli.errors import debug_enabled, handle_errors
-from curate.cli.grader_options import (
-    CodeScoreOpt,
-    GraderWorkersOpt,
-    RewardBaseUrlOpt,
-    RewardEndpointOpt,
-    RewardKeyEnvOpt,
-    RewardModelOpt,
-    reward_model_config,
-)
-from curate.cli.judge_options import (
-    JudgeBaseUrlOpt,
-    JudgeConcurrencyOpt,
-    JudgeKeyEnvOpt,
-    JudgeMaxTokensOpt,
-    JudgeModelOpt,
-    JudgePriceOpt,
-    RubricOpt,
-    judge_config,
-)
+from curate.cli.grader_options import GraderFlags, split_assignments
+from curate.cli.groups import grouped
+from curate.cli.judge_options import JUDGE
 from curate.core.reasoning import DEFAULT_TRUNCATION
 from curate.core.sampling import DEFAULT_SAMPLING
 from curate.errors import UsageError
@@ -43,7 +28,7 @@ from curate.graders.checks import DEFAULT_MAX_BAD_FRACTION
 if TYPE_CHECKING:
     from curate.core.shards import ShardSpec
     from curate.evaluation import adaptive as _adaptive
-    from curate.evaluation.evaluate import EvalOptions
+    from curate.evaluation.options import EvalOptions
     from curate.evaluation.preflight import Preflight
 
 # The backends with flags on `curate eval`, by their --backend name.
@@ -58,6 +43,20 @@ GRADING = "Grading"
 RUN = "Run directory and output"
 ADAPTIVE = "Adaptive evaluation"
 DEEPEN = "Deepening a finished run"
+# The order the panels print in (typer: the order of their first option), kept when
+# the options are grouped by what they do.
+PANELS = (
+    None,
+    GRADING,
+    PROMPTS,
+    RUN,
+    SAMPLING,
+    VllmOptions.panel,
+    OpenAIOptions.panel,
+    ADAPTIVE,
+    DEEPEN,
+    JUDGE,
+)
 
 
 def _flag(schema: type[BackendOptions], name: str) -> Any:
@@ -95,7 +94,513 @@ class ModeChoice(StrEnum):
     completion = "completion"
 
 
+@dataclass(frozen=True)
+class PromptFlags:
+    """The data set's layout and how prompts are built from it."""
+
+    layout: Annotated[
+        str,
+        typer.Option(
+            help="The data set's layout: auto (recognised from the field names and "
+            "types), none (generic field names), or a name from `curate layouts` "
+            "(mmlu, arc, gpqa, gsm8k, math, humaneval, chat, verl, ...).",
+            metavar="NAME",
+            rich_help_panel=PROMPTS,
+        ),
+    ] = "auto"
+    mode: Annotated[
+        ModeChoice | None,
+        typer.Option(
+            help="chat: apply the chat template; completion: raw text. "
+            "\\[default: chat if the model has one]",
+            metavar="MODE",
+            show_default=False,
+            rich_help_panel=PROMPTS,
+        ),
+    ] = None
+    system: Annotated[
+        str | None,
+        typer.Option(help="System prompt.", metavar="TEXT", rich_help_panel=PROMPTS),
+    ] = None
+    template: Annotated[
+        str | None,
+        typer.Option(
+            help="Prompt template over the fields, e.g. 'Q: {question}\\nA:' or "
+            "'{choices.text[0]}'.",
+            metavar="TEXT",
+            rich_help_panel=PROMPTS,
+        ),
+    ] = None
+    prompt_field: Annotated[
+        str | None,
+        typer.Option(
+            help="Prompt column. \\[default: the layout's, else found by name]",
+            metavar="COL",
+            rich_help_panel=PROMPTS,
+        ),
+    ] = None
+    answer_field: Annotated[
+        str | None,
+        typer.Option(
+            help="Reference answer column, or STRUCT.FIELD. \\[default: the layout's, "
+            "else found by name]",
+            metavar="COL",
+            rich_help_panel=PROMPTS,
+        ),
+    ] = None
+    id_field: Annotated[
+        str | None,
+        typer.Option(
+            help="Id column. \\[default: the layout's, else id or sample_id, else a content hash]",
+            metavar="COL",
+            rich_help_panel=PROMPTS,
+        ),
+    ] = None
+    limit: Annotated[
+        int | None,
+        typer.Option(min=1, help="Only the first K samples.", metavar="K", rich_help_panel=PROMPTS),
+    ] = None
+    split: Annotated[
+        str | None,
+        typer.Option(
+            help="Split of a saved DatasetDict or shard directory, e.g. train.",
+            metavar="NAME",
+            show_default=False,
+            rich_help_panel=PROMPTS,
+        ),
+    ] = None
+
+    def options(self) -> dict[str, Any]:
+        """The `EvalOptions` fields of this group."""
+        return {
+            "layout": self.layout,
+            "mode": self.mode.value if self.mode else None,
+            "system": self.system,
+            "template": self.template,
+            "prompt_field": self.prompt_field,
+            "answer_field": self.answer_field,
+            "id_field": self.id_field,
+            "limit": self.limit,
+            "split": self.split,
+        }
+
+
+@dataclass(frozen=True)
+class SamplingFlags:
+    """How each rollout is sampled."""
+
+    temperature: Annotated[float, typer.Option(min=0.0, metavar="X", rich_help_panel=SAMPLING)] = (
+        DEFAULT_SAMPLING.temperature
+    )
+    top_p: Annotated[
+        float, typer.Option(min=0.0, max=1.0, metavar="X", rich_help_panel=SAMPLING)
+    ] = DEFAULT_SAMPLING.top_p
+    max_tokens: Annotated[
+        int,
+        typer.Option(
+            min=1, help="Completion tokens per rollout.", metavar="N", rich_help_panel=SAMPLING
+        ),
+    ] = DEFAULT_SAMPLING.max_tokens
+    logprobs: Annotated[
+        int | None,
+        typer.Option(
+            help="Store token confidence: the top K log-probabilities of each sampled "
+            "token, summarised per rollout (mean log-probability, entropy, DeepConf's "
+            "lowest group and tail confidence; `curate report` measures them against "
+            "the grade). K from 1 to 19.",
+            metavar="K",
+            show_default=False,
+            rich_help_panel=SAMPLING,
+        ),
+    ] = None
+    confidence_window: Annotated[
+        int | None,
+        typer.Option(
+            help="Tokens per group of the group and tail confidence (with --logprobs). "
+            "\\[default: 64]",
+            metavar="N",
+            show_default=False,
+            rich_help_panel=SAMPLING,
+        ),
+    ] = None
+    keep_token_logprobs: Annotated[
+        bool,
+        typer.Option(
+            "--keep-token-logprobs",
+            help="Also store the per-token log-probability arrays (with --logprobs; "
+            "large: for small runs).",
+            rich_help_panel=SAMPLING,
+        ),
+    ] = False
+    stop: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Stop string (repeatable).",
+            metavar="TEXT",
+            show_default=False,
+            rich_help_panel=SAMPLING,
+        ),
+    ] = None
+    seed: Annotated[
+        int,
+        typer.Option(
+            help="Base seed; each rollout's seed derives from it.",
+            metavar="N",
+            rich_help_panel=SAMPLING,
+        ),
+    ] = 0
+
+    def options(self) -> dict[str, Any]:
+        """The `EvalOptions` fields of this group."""
+        return {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+            "stop": tuple(self.stop or ()),
+            "logprobs": self.logprobs,
+            "confidence_window": self.confidence_window,
+            "keep_token_logprobs": self.keep_token_logprobs,
+            "seed": self.seed,
+        }
+
+
+@dataclass(frozen=True)
+class GradingFlags:
+    """How references are read and checked, and how rollouts are scored (the
+    flags `curate grade` shares are `GraderFlags`)."""
+
+    grader: Annotated[
+        str | None,
+        typer.Option(
+            help="exact, numeric, math, choice, code, regex:PATTERN, python:FILE.py:FUNC, "
+            "verl[:FILE.py:FUNC], trl:FILE.py:FUNC, reward-model (--reward-base-url) or "
+            "judge (an LLM, --judge-model). \\[default: the layout's grader, else "
+            "chosen from the references: numeric, choice, math or exact]",
+            metavar="SPEC",
+            show_default=False,
+            rich_help_panel=GRADING,
+        ),
+    ] = None
+    reference_extract: Annotated[
+        str,
+        typer.Option(
+            help="How to read each reference's answer: auto, gsm8k ('#### N'), boxed "
+            "(last \\boxed{}), answer-is ('The answer is X'), last-number, or none (as "
+            "given). auto picks the form most references have. \\[default: auto]",
+            metavar="MODE",
+            show_default=False,
+            rich_help_panel=GRADING,
+        ),
+    ] = "auto"
+    max_bad_references: Annotated[
+        float,
+        typer.Option(
+            help="Refuse to start when the grader cannot use more than this share of the "
+            "references (checked before the engine starts).",
+            metavar="X",
+            rich_help_panel=GRADING,
+        ),
+    ] = DEFAULT_MAX_BAD_FRACTION
+    grader_timeout: Annotated[
+        float,
+        typer.Option(
+            metavar="SECONDS",
+            help="Deadline per call of graders that run in worker processes (math, "
+            "python:, verl, trl:); a call past it is an error row. For --grader code: "
+            "the wall clock of each test case (a case past it is a timeout).",
+            rich_help_panel=GRADING,
+        ),
+    ] = DEFAULT_TIMEOUT_S
+    score_range: Annotated[
+        str | None,
+        typer.Option(
+            metavar="LO:HI",
+            help="The range of a continuous reward (python:, verl, trl:, reward-model), "
+            "e.g. -1:1: scores are mapped to [0, 1], the raw value kept in raw_score.",
+            show_default=False,
+            rich_help_panel=GRADING,
+        ),
+    ] = None
+    truncated: Annotated[
+        str,
+        typer.Option(
+            "--truncated",
+            metavar="POLICY",
+            help="A rollout cut short (max_tokens, or reasoning never closed): grade "
+            "(as it stands, as verl and TRL do), wrong (score 0), error (an error row) "
+            "or exclude (out of every statistic, DAPO's overlong filtering).",
+            rich_help_panel=GRADING,
+        ),
+    ] = DEFAULT_TRUNCATION
+    no_context_check: Annotated[
+        bool,
+        typer.Option(
+            "--no-context-check",
+            help="Start even when the longest prompt plus --max-tokens exceeds the "
+            "model's context window (checked before anything starts).",
+            rich_help_panel=RUN,
+        ),
+    ] = False
+
+    def options(self) -> dict[str, Any]:
+        """The `EvalOptions` fields of this group (the score range read and checked)."""
+        from curate.evaluation.preflight import parse_score_range
+
+        score_range = self.score_range
+        return {
+            "grader": self.grader,
+            "reference_extract": self.reference_extract,
+            "max_bad_references": self.max_bad_references,
+            "grader_timeout": self.grader_timeout,
+            "score_range": parse_score_range(score_range) if score_range is not None else None,
+            "truncation": self.truncated,
+            "context_check": not self.no_context_check,
+        }
+
+
+@dataclass(frozen=True)
+class BackendFlags:
+    """The backends' flags: help, range and default come from their option schemas
+    (the openai ones default to None: only typed options reach the manifest)."""
+
+    tensor_parallel_size: Annotated[int, _flag(VllmOptions, "tensor_parallel_size")] = (
+        VllmOptions.flag_default("tensor_parallel_size")
+    )
+    max_model_len: Annotated[int | None, _flag(VllmOptions, "max_model_len")] = (
+        VllmOptions.flag_default("max_model_len")
+    )
+    gpu_memory_utilization: Annotated[
+        float | None, _flag(VllmOptions, "gpu_memory_utilization")
+    ] = VllmOptions.flag_default("gpu_memory_utilization")
+    kv_cache_memory_gb: Annotated[float | None, _flag(VllmOptions, "kv_cache_memory_gb")] = (
+        VllmOptions.flag_default("kv_cache_memory_gb")
+    )
+    dtype: Annotated[str, _flag(VllmOptions, "dtype")] = VllmOptions.flag_default("dtype")
+    trust_remote_code: Annotated[bool, _flag(VllmOptions, "trust_remote_code")] = (
+        VllmOptions.flag_default("trust_remote_code")
+    )
+    ray: Annotated[str | None, _flag(VllmOptions, "ray")] = VllmOptions.flag_default("ray")
+    replicas: Annotated[int, _flag(VllmOptions, "replicas")] = VllmOptions.flag_default("replicas")
+    gpus_per_replica: Annotated[float | None, _flag(VllmOptions, "gpus_per_replica")] = (
+        VllmOptions.flag_default("gpus_per_replica")
+    )
+    cpus_per_replica: Annotated[float | None, _flag(VllmOptions, "cpus_per_replica")] = (
+        VllmOptions.flag_default("cpus_per_replica")
+    )
+    reasoning_parser: Annotated[str | None, _flag(VllmOptions, "reasoning_parser")] = (
+        VllmOptions.flag_default("reasoning_parser")
+    )
+    base_url: Annotated[list[str] | None, _flag(OpenAIOptions, "base_url")] = None
+    api_key_env: Annotated[str | None, _flag(OpenAIOptions, "api_key_env")] = None
+    concurrency: Annotated[int | None, _flag(OpenAIOptions, "concurrency")] = None
+    requests_per_minute: Annotated[float | None, _flag(OpenAIOptions, "requests_per_minute")] = None
+    tokens_per_minute: Annotated[float | None, _flag(OpenAIOptions, "tokens_per_minute")] = None
+    timeout: Annotated[float | None, _flag(OpenAIOptions, "timeout")] = None
+    max_retries: Annotated[int | None, _flag(OpenAIOptions, "max_retries")] = None
+
+
+@dataclass(frozen=True)
+class ResumeFlags:
+    """The run directory: what a resume does with what it finds."""
+
+    force_new: Annotated[
+        bool,
+        typer.Option(
+            "--force-new",
+            help="Discard a run directory made with other settings.",
+            rich_help_panel=RUN,
+        ),
+    ] = False
+    set_aside_corrupt: Annotated[
+        bool,
+        typer.Option(
+            "--set-aside-corrupt",
+            help="Move unreadable shards to RUN/rollouts/corrupt/ and redo their rollouts.",
+            rich_help_panel=RUN,
+        ),
+    ] = False
+    chunk_size: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Prompts per engine call and per shard.",
+            metavar="N",
+            rich_help_panel=RUN,
+        ),
+    ] = DEFAULT_CHUNK_SIZE
+
+    def options(self) -> dict[str, Any]:
+        """The `EvalOptions` fields of this group."""
+        return {
+            "force_new": self.force_new,
+            "set_aside_corrupt": self.set_aside_corrupt,
+            "chunk_size": self.chunk_size,
+        }
+
+
+@dataclass(frozen=True)
+class ShardFlags:
+    """This process's share of an array job."""
+
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            metavar="I/K",
+            help="Evaluate shard I of K (0 <= I < K): the samples whose sha256(sample_id) mod "
+            "K is I. K array-job tasks may write one run directory at once.",
+            show_default=False,
+            rich_help_panel=RUN,
+        ),
+    ] = None
+
+
+@dataclass(frozen=True)
+class OutputFlags:
+    """What the command prints, and --dry-run's estimate."""
+
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Count the rollouts to do and estimate tokens and cost; start no "
+            "model, send no request.",
+        ),
+    ] = False
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="No progress or status lines.", rich_help_panel=RUN),
+    ] = False
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="Show the engine's own output instead of writing it to RUN/engine.log.",
+            rich_help_panel=RUN,
+        ),
+    ] = False
+    price_in: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0,
+            help="USD per million prompt tokens, for --dry-run.",
+            metavar="USD",
+            show_default=False,
+            rich_help_panel=RUN,
+        ),
+    ] = None
+    price_out: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0,
+            help="USD per million completion tokens, for --dry-run.",
+            metavar="USD",
+            show_default=False,
+            rich_help_panel=RUN,
+        ),
+    ] = None
+
+
+@dataclass(frozen=True)
+class AdaptiveFlags:
+    """Adaptive evaluation and deepening a finished run."""
+
+    adaptive: Annotated[
+        bool,
+        typer.Option(
+            "--adaptive",
+            help="Draw in rounds: a sample stops once its outcomes are mixed; "
+            "all-same samples draw up to --max-rollouts.",
+            rich_help_panel=ADAPTIVE,
+        ),
+    ] = False
+    round_size: Annotated[
+        int | None,
+        typer.Option(
+            help="Rollouts per open sample per round. \\[default: 1; 2 for an untouched sample]",
+            metavar="N",
+            show_default=False,
+            rich_help_panel=ADAPTIVE,
+        ),
+    ] = None
+    max_rollouts: Annotated[
+        int | None,
+        typer.Option(
+            "--max-rollouts",
+            help="Most rollouts per sample. \\[default: --rollouts; no cap with --budget]",
+            metavar="N",
+            show_default=False,
+            rich_help_panel=ADAPTIVE,
+        ),
+    ] = None
+    budget: Annotated[
+        int | None,
+        typer.Option(
+            help="Total rollouts for the run; when it binds, draws go to the all-same "
+            "samples most likely to open.",
+            metavar="N",
+            show_default=False,
+            rich_help_panel=ADAPTIVE,
+        ),
+    ] = None
+    balanced: Annotated[
+        int | None,
+        typer.Option(
+            help="Stop a sample at K passes and K failures instead of at mixed.",
+            metavar="K",
+            show_default=False,
+            rich_help_panel=ADAPTIVE,
+        ),
+    ] = None
+    deepen: Annotated[
+        int | None,
+        typer.Option(
+            help="Resume a finished fixed-N run and deepen K of its prompts drawn at "
+            "random (seeded by --seed) among those always incorrect or always correct "
+            "in their first N rollouts: pins the tails when the multiplier is undecided.",
+            metavar="K",
+            show_default=False,
+            rich_help_panel=DEEPEN,
+        ),
+    ] = None
+    to: Annotated[
+        int | None,
+        typer.Option(
+            "--to",
+            help="Rollouts each deepened prompt ends with (more than -n).",
+            metavar="M",
+            show_default=False,
+            rich_help_panel=DEEPEN,
+        ),
+    ] = None
+    deepen_stratum: Annotated[
+        str | None,
+        typer.Option(
+            help="both (K split between the always-incorrect and always-correct prompts "
+            "in proportion to their numbers), incorrect or correct. \\[default: both]",
+            metavar="WHICH",
+            show_default=False,
+            rich_help_panel=DEEPEN,
+        ),
+    ] = None
+
+    def options(self) -> dict[str, Any]:
+        """The `EvalOptions` fields of this group."""
+        return {
+            "adaptive": self.adaptive,
+            "round_size": self.round_size,
+            "max_runs": self.max_rollouts,
+            "budget": self.budget,
+            "balanced": self.balanced,
+            "deepen": self.deepen,
+            "deepen_to": self.to,
+            "deepen_stratum": self.deepen_stratum,
+        }
+
+
 @handle_errors
+@grouped(panels=PANELS)
 def eval_cmd(
     ctx: typer.Context,
     data: Annotated[
@@ -118,6 +623,7 @@ def eval_cmd(
             show_default=False,
         ),
     ],
+    *,
     backend: Annotated[
         str, typer.Option(help="vllm (local engine) or openai (an endpoint).", metavar="NAME")
     ] = "vllm",
@@ -135,424 +641,24 @@ def eval_cmd(
             show_default=False,
         ),
     ] = None,
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run",
-            help="Count the rollouts to do and estimate tokens and cost; start no "
-            "model, send no request.",
-        ),
-    ] = False,
-    # Grading: how references are read and checked before anything is generated.
-    grader: Annotated[
-        str | None,
-        typer.Option(
-            help="exact, numeric, math, choice, code, regex:PATTERN, python:FILE.py:FUNC, "
-            "verl[:FILE.py:FUNC], trl:FILE.py:FUNC, reward-model (--reward-base-url) or "
-            "judge (an LLM, --judge-model). \\[default: the layout's grader, else "
-            "chosen from the references: numeric, choice, math or exact]",
-            metavar="SPEC",
-            show_default=False,
-            rich_help_panel=GRADING,
-        ),
-    ] = None,
-    layout: Annotated[
-        str,
-        typer.Option(
-            help="The data set's layout: auto (recognised from the field names and "
-            "types), none (generic field names), or a name from `curate layouts` "
-            "(mmlu, arc, gpqa, gsm8k, math, humaneval, chat, verl, ...).",
-            metavar="NAME",
-            rich_help_panel=PROMPTS,
-        ),
-    ] = "auto",
-    reference_extract: Annotated[
-        str,
-        typer.Option(
-            help="How to read each reference's answer: auto, gsm8k ('#### N'), boxed "
-            "(last \\boxed{}), answer-is ('The answer is X'), last-number, or none (as "
-            "given). auto picks the form most references have. \\[default: auto]",
-            metavar="MODE",
-            show_default=False,
-            rich_help_panel=GRADING,
-        ),
-    ] = "auto",
-    max_bad_references: Annotated[
-        float,
-        typer.Option(
-            help="Refuse to start when the grader cannot use more than this share of the "
-            "references (checked before the engine starts).",
-            metavar="X",
-            rich_help_panel=GRADING,
-        ),
-    ] = DEFAULT_MAX_BAD_FRACTION,
-    grader_timeout: Annotated[
-        float,
-        typer.Option(
-            metavar="SECONDS",
-            help="Deadline per call of graders that run in worker processes (math, "
-            "python:, verl, trl:); a call past it is an error row. For --grader code: "
-            "the wall clock of each test case (a case past it is a timeout).",
-            rich_help_panel=GRADING,
-        ),
-    ] = DEFAULT_TIMEOUT_S,
-    score_range: Annotated[
-        str | None,
-        typer.Option(
-            metavar="LO:HI",
-            help="The range of a continuous reward (python:, verl, trl:, reward-model), "
-            "e.g. -1:1: scores are mapped to [0, 1], the raw value kept in raw_score.",
-            show_default=False,
-            rich_help_panel=GRADING,
-        ),
-    ] = None,
-    truncated: Annotated[
-        str,
-        typer.Option(
-            "--truncated",
-            metavar="POLICY",
-            help="A rollout cut short (max_tokens, or reasoning never closed): grade "
-            "(as it stands, as verl and TRL do), wrong (score 0), error (an error row) "
-            "or exclude (out of every statistic, DAPO's overlong filtering).",
-            rich_help_panel=GRADING,
-        ),
-    ] = DEFAULT_TRUNCATION,
-    no_context_check: Annotated[
-        bool,
-        typer.Option(
-            "--no-context-check",
-            help="Start even when the longest prompt plus --max-tokens exceeds the "
-            "model's context window (checked before anything starts).",
-            rich_help_panel=RUN,
-        ),
-    ] = False,
-    grader_workers: GraderWorkersOpt = None,
-    code_score: CodeScoreOpt = None,
-    reward_base_url: RewardBaseUrlOpt = None,
-    reward_model: RewardModelOpt = None,
-    reward_api_key_env: RewardKeyEnvOpt = None,
-    reward_endpoint: RewardEndpointOpt = "auto",
-    mode: Annotated[
-        ModeChoice | None,
-        typer.Option(
-            help="chat: apply the chat template; completion: raw text. "
-            "\\[default: chat if the model has one]",
-            metavar="MODE",
-            show_default=False,
-            rich_help_panel=PROMPTS,
-        ),
-    ] = None,
-    system: Annotated[
-        str | None,
-        typer.Option(help="System prompt.", metavar="TEXT", rich_help_panel=PROMPTS),
-    ] = None,
-    template: Annotated[
-        str | None,
-        typer.Option(
-            help="Prompt template over the fields, e.g. 'Q: {question}\\nA:' or "
-            "'{choices.text[0]}'.",
-            metavar="TEXT",
-            rich_help_panel=PROMPTS,
-        ),
-    ] = None,
-    prompt_field: Annotated[
-        str | None,
-        typer.Option(
-            help="Prompt column. \\[default: the layout's, else found by name]",
-            metavar="COL",
-            rich_help_panel=PROMPTS,
-        ),
-    ] = None,
-    answer_field: Annotated[
-        str | None,
-        typer.Option(
-            help="Reference answer column, or STRUCT.FIELD. \\[default: the layout's, "
-            "else found by name]",
-            metavar="COL",
-            rich_help_panel=PROMPTS,
-        ),
-    ] = None,
-    id_field: Annotated[
-        str | None,
-        typer.Option(
-            help="Id column. \\[default: the layout's, else id or sample_id, else a content hash]",
-            metavar="COL",
-            rich_help_panel=PROMPTS,
-        ),
-    ] = None,
-    limit: Annotated[
-        int | None,
-        typer.Option(min=1, help="Only the first K samples.", metavar="K", rich_help_panel=PROMPTS),
-    ] = None,
-    split: Annotated[
-        str | None,
-        typer.Option(
-            help="Split of a saved DatasetDict or shard directory, e.g. train.",
-            metavar="NAME",
-            show_default=False,
-            rich_help_panel=PROMPTS,
-        ),
-    ] = None,
-    temperature: Annotated[
-        float, typer.Option(min=0.0, metavar="X", rich_help_panel=SAMPLING)
-    ] = DEFAULT_SAMPLING.temperature,
-    top_p: Annotated[
-        float, typer.Option(min=0.0, max=1.0, metavar="X", rich_help_panel=SAMPLING)
-    ] = DEFAULT_SAMPLING.top_p,
-    max_tokens: Annotated[
-        int,
-        typer.Option(
-            min=1, help="Completion tokens per rollout.", metavar="N", rich_help_panel=SAMPLING
-        ),
-    ] = DEFAULT_SAMPLING.max_tokens,
-    logprobs: Annotated[
-        int | None,
-        typer.Option(
-            help="Store token confidence: the top K log-probabilities of each sampled "
-            "token, summarised per rollout (mean log-probability, entropy, DeepConf's "
-            "lowest group and tail confidence; `curate report` measures them against "
-            "the grade). K from 1 to 19.",
-            metavar="K",
-            show_default=False,
-            rich_help_panel=SAMPLING,
-        ),
-    ] = None,
-    confidence_window: Annotated[
-        int | None,
-        typer.Option(
-            help="Tokens per group of the group and tail confidence (with --logprobs). "
-            "\\[default: 64]",
-            metavar="N",
-            show_default=False,
-            rich_help_panel=SAMPLING,
-        ),
-    ] = None,
-    keep_token_logprobs: Annotated[
-        bool,
-        typer.Option(
-            "--keep-token-logprobs",
-            help="Also store the per-token log-probability arrays (with --logprobs; "
-            "large: for small runs).",
-            rich_help_panel=SAMPLING,
-        ),
-    ] = False,
-    stop: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="Stop string (repeatable).",
-            metavar="TEXT",
-            show_default=False,
-            rich_help_panel=SAMPLING,
-        ),
-    ] = None,
-    seed: Annotated[
-        int,
-        typer.Option(
-            help="Base seed; each rollout's seed derives from it.",
-            metavar="N",
-            rich_help_panel=SAMPLING,
-        ),
-    ] = 0,
-    force_new: Annotated[
-        bool,
-        typer.Option(
-            "--force-new",
-            help="Discard a run directory made with other settings.",
-            rich_help_panel=RUN,
-        ),
-    ] = False,
-    set_aside_corrupt: Annotated[
-        bool,
-        typer.Option(
-            "--set-aside-corrupt",
-            help="Move unreadable shards to RUN/rollouts/corrupt/ and redo their rollouts.",
-            rich_help_panel=RUN,
-        ),
-    ] = False,
-    chunk_size: Annotated[
-        int,
-        typer.Option(
-            min=1,
-            help="Prompts per engine call and per shard.",
-            metavar="N",
-            rich_help_panel=RUN,
-        ),
-    ] = DEFAULT_CHUNK_SIZE,
-    shard: Annotated[
-        str | None,
-        typer.Option(
-            "--shard",
-            metavar="I/K",
-            help="Evaluate shard I of K (0 <= I < K): the samples whose sha256(sample_id) mod "
-            "K is I. K array-job tasks may write one run directory at once.",
-            show_default=False,
-            rich_help_panel=RUN,
-        ),
-    ] = None,
-    quiet: Annotated[
-        bool,
-        typer.Option("--quiet", "-q", help="No progress or status lines.", rich_help_panel=RUN),
-    ] = False,
-    verbose: Annotated[
-        bool,
-        typer.Option(
-            "--verbose",
-            "-v",
-            help="Show the engine's own output instead of writing it to RUN/engine.log.",
-            rich_help_panel=RUN,
-        ),
-    ] = False,
-    price_in: Annotated[
-        float | None,
-        typer.Option(
-            min=0.0,
-            help="USD per million prompt tokens, for --dry-run.",
-            metavar="USD",
-            show_default=False,
-            rich_help_panel=RUN,
-        ),
-    ] = None,
-    price_out: Annotated[
-        float | None,
-        typer.Option(
-            min=0.0,
-            help="USD per million completion tokens, for --dry-run.",
-            metavar="USD",
-            show_default=False,
-            rich_help_panel=RUN,
-        ),
-    ] = None,
-    # The backends' flags: help, range and default come from their option schemas
-    # (the openai ones default to None: only typed options reach the manifest).
-    tensor_parallel_size: Annotated[int, _flag(VllmOptions, "tensor_parallel_size")] = (
-        VllmOptions.flag_default("tensor_parallel_size")
-    ),
-    max_model_len: Annotated[
-        int | None, _flag(VllmOptions, "max_model_len")
-    ] = VllmOptions.flag_default("max_model_len"),
-    gpu_memory_utilization: Annotated[
-        float | None, _flag(VllmOptions, "gpu_memory_utilization")
-    ] = VllmOptions.flag_default("gpu_memory_utilization"),
-    kv_cache_memory_gb: Annotated[float | None, _flag(VllmOptions, "kv_cache_memory_gb")] = (
-        VllmOptions.flag_default("kv_cache_memory_gb")
-    ),
-    dtype: Annotated[str, _flag(VllmOptions, "dtype")] = VllmOptions.flag_default("dtype"),
-    trust_remote_code: Annotated[
-        bool, _flag(VllmOptions, "trust_remote_code")
-    ] = VllmOptions.flag_default("trust_remote_code"),
-    ray: Annotated[str | None, _flag(VllmOptions, "ray")] = VllmOptions.flag_default("ray"),
-    replicas: Annotated[int, _flag(VllmOptions, "replicas")] = VllmOptions.flag_default("replicas"),
-    gpus_per_replica: Annotated[float | None, _flag(VllmOptions, "gpus_per_replica")] = (
-        VllmOptions.flag_default("gpus_per_replica")
-    ),
-    cpus_per_replica: Annotated[float | None, _flag(VllmOptions, "cpus_per_replica")] = (
-        VllmOptions.flag_default("cpus_per_replica")
-    ),
-    reasoning_parser: Annotated[
-        str | None, _flag(VllmOptions, "reasoning_parser")
-    ] = VllmOptions.flag_default("reasoning_parser"),
-    base_url: Annotated[list[str] | None, _flag(OpenAIOptions, "base_url")] = None,
-    api_key_env: Annotated[str | None, _flag(OpenAIOptions, "api_key_env")] = None,
-    concurrency: Annotated[int | None, _flag(OpenAIOptions, "concurrency")] = None,
-    requests_per_minute: Annotated[
-        float | None, _flag(OpenAIOptions, "requests_per_minute")
-    ] = None,
-    tokens_per_minute: Annotated[float | None, _flag(OpenAIOptions, "tokens_per_minute")] = None,
-    timeout: Annotated[float | None, _flag(OpenAIOptions, "timeout")] = None,
-    max_retries: Annotated[int | None, _flag(OpenAIOptions, "max_retries")] = None,
-    adaptive: Annotated[
-        bool,
-        typer.Option(
-            "--adaptive",
-            help="Draw in rounds: a sample stops once its outcomes are mixed; "
-            "all-same samples draw up to --max-rollouts.",
-            rich_help_panel=ADAPTIVE,
-        ),
-    ] = False,
-    round_size: Annotated[
-        int | None,
-        typer.Option(
-            help="Rollouts per open sample per round. \\[default: 1; 2 for an untouched sample]",
-            metavar="N",
-            show_default=False,
-            rich_help_panel=ADAPTIVE,
-        ),
-    ] = None,
-    max_rollouts: Annotated[
-        int | None,
-        typer.Option(
-            "--max-rollouts",
-            help="Most rollouts per sample. \\[default: --rollouts; no cap with --budget]",
-            metavar="N",
-            show_default=False,
-            rich_help_panel=ADAPTIVE,
-        ),
-    ] = None,
-    budget: Annotated[
-        int | None,
-        typer.Option(
-            help="Total rollouts for the run; when it binds, draws go to the all-same "
-            "samples most likely to open.",
-            metavar="N",
-            show_default=False,
-            rich_help_panel=ADAPTIVE,
-        ),
-    ] = None,
-    balanced: Annotated[
-        int | None,
-        typer.Option(
-            help="Stop a sample at K passes and K failures instead of at mixed.",
-            metavar="K",
-            show_default=False,
-            rich_help_panel=ADAPTIVE,
-        ),
-    ] = None,
-    deepen: Annotated[
-        int | None,
-        typer.Option(
-            help="Resume a finished fixed-N run and deepen K of its prompts drawn at "
-            "random (seeded by --seed) among those always incorrect or always correct "
-            "in their first N rollouts: pins the tails when the multiplier is undecided.",
-            metavar="K",
-            show_default=False,
-            rich_help_panel=DEEPEN,
-        ),
-    ] = None,
-    to: Annotated[
-        int | None,
-        typer.Option(
-            "--to",
-            help="Rollouts each deepened prompt ends with (more than -n).",
-            metavar="M",
-            show_default=False,
-            rich_help_panel=DEEPEN,
-        ),
-    ] = None,
-    deepen_stratum: Annotated[
-        str | None,
-        typer.Option(
-            help="both (K split between the always-incorrect and always-correct prompts "
-            "in proportion to their numbers), incorrect or correct. \\[default: both]",
-            metavar="WHICH",
-            show_default=False,
-            rich_help_panel=DEEPEN,
-        ),
-    ] = None,
-    judge_model: JudgeModelOpt = None,
-    judge_base_url: JudgeBaseUrlOpt = None,
-    judge_api_key_env: JudgeKeyEnvOpt = None,
-    rubric: RubricOpt = None,
-    judge_price: JudgePriceOpt = None,
-    judge_concurrency: JudgeConcurrencyOpt = None,
-    judge_max_tokens: JudgeMaxTokensOpt = None,
+    grading: GradingFlags,
+    grader_flags: GraderFlags,
+    prompts: PromptFlags,
+    sampling: SamplingFlags,
+    engine: BackendFlags,
+    resume: ResumeFlags,
+    sharding: ShardFlags,
+    output: OutputFlags,
+    rounds: AdaptiveFlags,
     option: Annotated[
         list[str] | None,
         typer.Option(
             "--option",
             "-O",
             help="Any option of the --backend's schema, flag or not (say transport=httpx "
-            "for openai, or a plugin backend's own); repeatable. An unknown NAME is "
-            "refused with the closest names.",
+            "for openai, or a plugin backend's own), or of the grader's as KIND.NAME "
+            "(say judge.timeout=60); repeatable. An unknown NAME is refused with the "
+            "closest names.",
             metavar="NAME=VALUE",
             show_default=False,
         ),
@@ -560,89 +666,53 @@ def eval_cmd(
 ) -> None:
     """Run N rollouts per sample, grade them, and store every rollout (resumable)."""
     from curate.evaluation.adaptive import AdaptiveResult
-    from curate.evaluation.evaluate import EvalOptions, evaluate
-    from curate.evaluation.preflight import parse_score_range
+    from curate.evaluation.evaluate import evaluate
+    from curate.evaluation.options import EvalOptions
     from curate.evaluation.progress import error_summary, make_progress
+    from curate.evaluation.r3 import prefill_line
 
+    backend_pairs, grader_pairs = split_assignments(option or ())
+    own = grader_flags.kind_options(grader_pairs)
     opts = EvalOptions(
         data=data,
         model=model,
         backend=backend,
         runs=rollouts,
         out=out,
-        grader=grader,
-        temperature=temperature,
-        top_p=top_p,
-        max_tokens=max_tokens,
-        stop=tuple(stop or ()),
-        logprobs=logprobs,
-        confidence_window=confidence_window,
-        keep_token_logprobs=keep_token_logprobs,
-        seed=seed,
-        mode=mode.value if mode else None,  # type: ignore[arg-type]
-        system=system,
-        template=template,
-        layout=layout,
-        prompt_field=prompt_field,
-        answer_field=answer_field,
-        id_field=id_field,
-        limit=limit,
-        split=split,
-        force_new=force_new,
-        set_aside_corrupt=set_aside_corrupt,
-        chunk_size=chunk_size,
+        **prompts.options(),
+        **sampling.options(),
+        **grading.options(),
+        grader_workers=grader_flags.grader_workers,
+        code_score=grader_flags.code_score,
+        judge=own.judge,
+        reward_model=own.reward_model,
+        grader_options=own.other,
         engine_options=backend_flags(
-            backend, ctx.params, option or (), typed=_typed(ctx, ctx.params)
+            backend, asdict(engine), backend_pairs, typed=_typed(ctx, ctx.params)
         ),
-        adaptive=adaptive,
-        round_size=round_size,
-        max_runs=max_rollouts,
-        budget=budget,
-        balanced=balanced,
-        deepen=deepen,
-        deepen_to=to,
-        deepen_stratum=deepen_stratum,
-        engine_log=not verbose,
-        reference_extract=reference_extract,
-        max_bad_references=max_bad_references,
-        grader_timeout=grader_timeout,
-        score_range=parse_score_range(score_range) if score_range is not None else None,
-        judge=judge_config(
-            judge_model,
-            judge_base_url,
-            judge_api_key_env,
-            rubric,
-            judge_price,
-            judge_concurrency,
-            judge_max_tokens,
-        ),
-        truncation=truncated,
-        context_check=not no_context_check,
-        grader_workers=grader_workers,
-        code_score=code_score,
-        shard=parse_shard_option(shard),
-        reward_model=reward_model_config(
-            reward_base_url, reward_model, reward_api_key_env, reward_endpoint
-        ),
+        **resume.options(),
+        shard=parse_shard_option(sharding.shard),
+        engine_log=not output.verbose,
+        **rounds.options(),
     )
-    if dry_run:
-        if deepen is not None:
+    if output.dry_run:
+        if rounds.deepen is not None:
             raise UsageError(
                 "--dry-run does not combine with --deepen: a deepen draws at most "
                 "K x (M - N) rollouts, M given by --to and N the run's -n"
             )
-        _print_dry_run(opts, price_in, price_out, quiet=quiet)
+        _print_dry_run(opts, output.price_in, output.price_out, quiet=output.quiet)
         return
     if backend == "openai":
         _log_to_stderr("curate.backends.openai_api")
     # --quiet: nothing on stderr but errors (the start lines included).
-    announce = None if quiet else _print_start
+    announce = None if output.quiet else _print_start
     try:
         outcome = evaluate(
             opts,
-            progress=make_progress(quiet),
+            progress=make_progress(output.quiet),
             announce=announce,
-            status=None if quiet else _status,
+            status=None if output.quiet else _status,
         )
     except Exception as exc:
         _show_engine_log(opts, exc)
@@ -662,8 +732,6 @@ def eval_cmd(
     for line in error_summary(r.error_messages):
         print(line)
     if r.prefills:
-        from curate.evaluation.r3 import prefill_line
-
         print(prefill_line(r.prefills, r.prefill_tokens, r.prefill_seconds))
     if outcome.judge_usage is not None:
         print(usage_line(r.prompt_tokens, r.completion_tokens, outcome.judge_usage))
@@ -726,7 +794,7 @@ def _show_engine_log(opts: EvalOptions, exc: BaseException) -> None:
     import sys
 
     from curate.backends.engine_output import log_tail
-    from curate.evaluation.evaluate import engine_log_path
+    from curate.evaluation.options import engine_log_path
 
     log = engine_log_path(opts)
     notes = getattr(exc, "__notes__", None) or []
@@ -813,7 +881,7 @@ def _print_dry_run(
     opts: EvalOptions, price_in: float | None, price_out: float | None, *, quiet: bool = False
 ) -> None:
     from curate.evaluation.estimate import estimate_eval
-    from curate.evaluation.evaluate import adaptive_policy
+    from curate.evaluation.options import adaptive_policy
     from curate.evaluation.preflight import preflight
 
     adaptive_policy(opts)  # its option errors first, as `evaluate` does

@@ -10,25 +10,8 @@ from typing import Annotated, Any
 import typer
 
 from curate.cli.errors import handle_errors
-from curate.cli.grader_options import (
-    CodeScoreOpt,
-    GraderWorkersOpt,
-    RewardBaseUrlOpt,
-    RewardEndpointOpt,
-    RewardKeyEnvOpt,
-    RewardModelOpt,
-    reward_model_config,
-)
-from curate.cli.judge_options import (
-    JudgeBaseUrlOpt,
-    JudgeConcurrencyOpt,
-    JudgeKeyEnvOpt,
-    JudgeMaxTokensOpt,
-    JudgeModelOpt,
-    JudgePriceOpt,
-    RubricOpt,
-    judge_config,
-)
+from curate.cli.grader_options import GraderFlags, KindOptions
+from curate.cli.groups import grouped
 from curate.errors import UsageError
 from curate.graders.base import DEFAULT_TIMEOUT_S
 
@@ -37,7 +20,9 @@ OUTSIDE = "Completions from outside curate"
 
 
 @handle_errors
+@grouped()
 def grade_cmd(
+    *,
     run: Annotated[
         Path | None,
         typer.Argument(
@@ -174,19 +159,7 @@ def grade_cmd(
             show_default=False,
         ),
     ] = None,
-    grader_workers: GraderWorkersOpt = None,
-    code_score: CodeScoreOpt = None,
-    reward_base_url: RewardBaseUrlOpt = None,
-    reward_model: RewardModelOpt = None,
-    reward_api_key_env: RewardKeyEnvOpt = None,
-    reward_endpoint: RewardEndpointOpt = "auto",
-    judge_model: JudgeModelOpt = None,
-    judge_base_url: JudgeBaseUrlOpt = None,
-    judge_api_key_env: JudgeKeyEnvOpt = None,
-    rubric: RubricOpt = None,
-    judge_price: JudgePriceOpt = None,
-    judge_concurrency: JudgeConcurrencyOpt = None,
-    judge_max_tokens: JudgeMaxTokensOpt = None,
+    grader_flags: GraderFlags,
 ) -> None:
     """Score a run's stored completions with another grader into a new run (no model), or
     grade completions made elsewhere: --completions FILE --data SAMPLES -o DIR."""
@@ -196,6 +169,7 @@ def grade_cmd(
 
     if out is None:
         raise UsageError("--out DIR is required: the new run directory")
+    grader_workers, code_score = grader_flags.grader_workers, grader_flags.code_score
     outside = {
         "--data": data,
         "--id-field": id_field,
@@ -227,18 +201,7 @@ def grade_cmd(
             score_range=score_range,
             grader_workers=grader_workers,
             code_score=code_score,
-            reward=reward_model_config(
-                reward_base_url, reward_model, reward_api_key_env, reward_endpoint
-            ),
-            judge=judge_config(
-                judge_model,
-                judge_base_url,
-                judge_api_key_env,
-                rubric,
-                judge_price,
-                judge_concurrency,
-                judge_max_tokens,
-            ),
+            own=grader_flags.kind_options(),
         )
         return
     if run is None:
@@ -258,25 +221,16 @@ def grade_cmd(
     )
     spec = fold_code_score(grader, code_score)
     assert spec is not None
+    own = grader_flags.kind_options()
     opts = RegradeOptions(
         source=run,
         out=out,
         grader=spec,
         workers=grader_workers,
-        reward_model=reward_model_config(
-            reward_base_url, reward_model, reward_api_key_env, reward_endpoint
-        ),
+        reward_model=own.reward_model,
         grader_timeout=grader_timeout,
         score_range=parse_score_range(score_range) if score_range is not None else None,
-        judge=judge_config(
-            judge_model,
-            judge_base_url,
-            judge_api_key_env,
-            rubric,
-            judge_price,
-            judge_concurrency,
-            judge_max_tokens,
-        ),
+        judge=own.judge,
         force=force,
     )
     result = regrade(opts)
@@ -316,14 +270,13 @@ def _grade_outside(
     score_range: str | None,
     grader_workers: int | None,
     code_score: str | None,
-    reward: Any,
-    judge: Any,
+    own: KindOptions,
 ) -> None:
     """`curate grade --completions FILE --data SAMPLES -o DIR`."""
     import sys
 
     from curate.evaluation.completions import grade_completions
-    from curate.evaluation.evaluate import EvalOptions
+    from curate.evaluation.options import EvalOptions
     from curate.evaluation.preflight import parse_score_range
     from curate.evaluation.progress import error_summary
 
@@ -343,8 +296,8 @@ def _grade_outside(
         score_range=parse_score_range(score_range) if score_range is not None else None,
         grader_workers=grader_workers,
         code_score=code_score,
-        reward_model=reward,
-        judge=judge,
+        reward_model=own.reward_model,
+        judge=own.judge,
         **options,
     )
 

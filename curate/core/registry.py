@@ -13,6 +13,7 @@ warning; a plugin that fails to import is one line naming it and its package.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib
 import logging
@@ -30,7 +31,6 @@ log = logging.getLogger(__name__)
 def did_you_mean(name: str, names: Iterable[str]) -> str | None:
     """The name closest to a mistyped one (case aside), or None when none is close
     (difflib's similarity ratio of at least 0.6)."""
-    import difflib
 
     folded = {n.lower(): n for n in names}
     close = difflib.get_close_matches(name.strip().lower(), list(folded), n=1)

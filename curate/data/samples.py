@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curate.core.prompts import Message, Mode, Prompt
+from curate.data.layouts import Columns, get_layout, pick
 from curate.data.sources import read_source, source_sha256
 from curate.errors import InputError, UsageError
 
@@ -124,7 +125,6 @@ def _layout_parts(frame: pl.DataFrame, fields: FieldMap) -> tuple[Layout | None,
     is used as it is)."""
     if fields.layout is None:
         return None, None
-    from curate.data.layouts import Columns, get_layout
 
     layout = get_layout(fields.layout)
     cols = Columns.of(frame)
@@ -161,7 +161,6 @@ def resolve_fields(
     (`layout`: "auto" detects one from the fields, a name forces it, None or "none"
     uses none), else common names (`answer_names` for the answer: a grader may look
     for its own columns first)."""
-    from curate.data.layouts import Columns, pick
 
     cols = frame.columns
     chosen = pick(frame, layout, source=source)

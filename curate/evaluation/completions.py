@@ -23,13 +23,29 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curate.core.settled import SETTLED_COLUMN
+from curate.data.samples import build_prompts, file_sha256
 from curate.errors import InputError, UsageError
+from curate.evaluation.preflight import preflight
+from curate.evaluation.regrade import (
+    RegradeResult,
+    abandon_build,
+    grade_chunk,
+    partial_dir,
+    prepare_partial,
+    swap_in,
+)
+from curate.evaluation.runner import sample_contexts
+from curate.evaluation.settings import EvalSettings
+from curate.graders.base import needs_context
+from curate.graders.judge import CACHE_FILE, judge_settings_of, judge_usage_of
 from curate.store.run_dir import RolloutStore
+from curate.store.schema import with_current_names
+from curate.store.tables import read_table
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from curate.evaluation.evaluate import EvalOptions
+    from curate.evaluation.options import EvalOptions
 
 # The id and completion columns looked for, in order, when not named.
 ID_COLUMNS = ("sample_id", "task_id", "id", "question_id", "unique_id", "problem_id", "uid")
@@ -66,9 +82,6 @@ def read_completions(
     """(frame of `id` and `completion` (text or null) in file order, the id column, the
     completion column). One-line InputErrors for what cannot be read."""
     import polars as pl
-
-    from curate.store.schema import with_current_names
-    from curate.store.tables import read_table
 
     if path.suffix.lower() == ".csv":
         raise InputError("completions are read from JSON Lines or Parquet", path=path)
@@ -186,21 +199,6 @@ def grade_completions(
     `announce` gets the preflight (as `curate eval` prints it) before grading."""
     import polars as pl
 
-    from curate.data.samples import file_sha256
-    from curate.evaluation.preflight import preflight
-    from curate.evaluation.regrade import (
-        RegradeResult,
-        abandon_build,
-        grade_chunk,
-        partial_dir,
-        prepare_partial,
-        swap_in,
-    )
-    from curate.evaluation.runner import sample_contexts
-    from curate.evaluation.settings import EvalSettings
-    from curate.graders.base import needs_context
-    from curate.graders.judge import CACHE_FILE, judge_settings_of, judge_usage_of
-
     started = time.perf_counter()
     out = opts.run_dir()
     _check_out(out, completions, force)
@@ -259,8 +257,6 @@ def grade_completions(
         )
         contexts = None
         if needs_context(pf.grader):
-            from curate.data.samples import build_prompts
-
             prompts = dict(
                 zip(
                     samples["sample_id"].to_list(),

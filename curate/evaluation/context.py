@@ -8,12 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from curate.backends.context import LOWER_BOUND_CHARS, Endpoint, local_counter, local_window
 from curate.errors import UsageError
+from curate.evaluation.preflight import apply_local_template
 from curate.remote.settings import RemoteSettings
 
 if TYPE_CHECKING:
     from curate.core.prompts import Mode, Prompt
-    from curate.evaluation.evaluate import EvalOptions
+    from curate.evaluation.options import EvalOptions
 
 # Prompts tokenised, the longest by characters first: the longest in tokens is among
 # them unless token density varies wildly across the data set.
@@ -89,8 +91,6 @@ def _longest(prompts: dict[str, Prompt], k: int) -> list[tuple[str, Prompt]]:
 
 
 def _local(opts: EvalOptions, prompts: dict[str, Prompt], mode: Mode) -> ContextCheck | None:
-    from curate.backends.context import local_counter, local_window
-    from curate.evaluation.preflight import apply_local_template
 
     given = opts.backend_options()
     limit = getattr(given, "max_model_len", None)
@@ -118,7 +118,6 @@ def _local(opts: EvalOptions, prompts: dict[str, Prompt], mode: Mode) -> Context
 
 
 def _endpoint(opts: EvalOptions, prompts: dict[str, Prompt], mode: Mode) -> ContextCheck | None:
-    from curate.backends.context import LOWER_BOUND_CHARS, Endpoint
 
     remote = getattr(opts.backend_options(), "remote", None)
     if not isinstance(remote, RemoteSettings):

@@ -10,11 +10,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from curate.data.samples import build_prompts
+from curate.evaluation.options import adaptive_policy, check_shard_options, load_eval_samples
+from curate.evaluation.sharding import shard_frame
 from curate.stats.usage import cost_usd
+from curate.store.run_dir import RolloutStore
 
 if TYPE_CHECKING:
     from curate.core.prompts import Prompt
-    from curate.evaluation.evaluate import EvalOptions
+    from curate.evaluation.options import EvalOptions
     from curate.evaluation.preflight import Preflight
 
 # Chat-template tokens per message (role markers, separators) when only counting text.
@@ -62,11 +66,6 @@ def estimate_eval(
     None when an adaptive run has no per-sample cap (--budget alone). `checked` is the
     run's `preflight` when the caller has it (the samples are not loaded again)."""
     import polars as pl
-
-    from curate.data.samples import build_prompts
-    from curate.evaluation.evaluate import adaptive_policy, check_shard_options, load_eval_samples
-    from curate.evaluation.sharding import shard_frame
-    from curate.store.run_dir import RolloutStore
 
     # The run's own option checks and per-sample cap, so the estimate never describes
     # a run that `evaluate` would refuse or cap differently.

@@ -22,10 +22,13 @@ from curate.data.layouts import get_layout
 from curate.data.samples import FieldMap, build_prompts, field_values, references_by_id
 from curate.data.sanity import index_warnings
 from curate.errors import MissingExtraError, UsageError
+from curate.evaluation.options import EvalOptions, load_eval_samples
 from curate.evaluation.runner import sample_contexts
 from curate.graders import Grader, get_grader
 from curate.graders.base import SampleContext, needs_context, one_line
 from curate.graders.checks import DEFAULT_MAX_BAD_FRACTION, ReferenceCheck, check_references
+from curate.graders.code import SCORE_MODES, SOLUTION_FIELDS, with_score_mode
+from curate.graders.judge import CACHE_FILE
 from curate.graders.references import (
     EXTRACT_MODES,
     ReferenceExtraction,
@@ -36,8 +39,6 @@ from curate.graders.registry import AS_STORED_KINDS, RANGED_KINDS, grader_kind
 
 if TYPE_CHECKING:
     import polars as pl
-
-    from curate.evaluation.evaluate import EvalOptions
 
 __all__ = ["DEFAULT_MAX_BAD_FRACTION", "Preflight", "parse_score_range", "preflight"]
 
@@ -190,7 +191,6 @@ class Preflight:
 
 
 def _is_solution(field: str) -> bool:
-    from curate.graders.code import SOLUTION_FIELDS
 
     return field in SOLUTION_FIELDS
 
@@ -243,8 +243,6 @@ def check_grader_options(
     if grader_workers is not None and grader_workers < 1:
         raise UsageError(f"--grader-workers {grader_workers}: expected at least 1")
     if code_score is not None:
-        from curate.graders.code import SCORE_MODES
-
         if code_score not in SCORE_MODES:
             raise UsageError(
                 f"--code-score {code_score!r}: expected one of {', '.join(SCORE_MODES)}"
@@ -263,7 +261,6 @@ def fold_code_score(grader: str | None, code_score: str | None) -> str | None:
     the code grader scores, and a resume with another scoring is refused)."""
     if grader is None or code_score is None:
         return grader.strip() if grader is not None else None
-    from curate.graders.code import with_score_mode
 
     return with_score_mode(grader, code_score)
 
@@ -273,8 +270,6 @@ def preflight(opts: EvalOptions, mode: Mode | None = None) -> Preflight:
     every reference against it. `mode` is the prompt mode when known (else the one the
     options imply, chat when unknown). Raises for bad options or data; a check above
     the allowed share is returned, not raised (`Preflight.refusal`)."""
-    from curate.evaluation.evaluate import load_eval_samples
-
     check_options(opts)
     frame, fields = load_eval_samples(opts)
     raw = references_by_id(frame, fields)
@@ -390,7 +385,6 @@ def _open(spec: str, opts: EvalOptions) -> Grader:
     judge = opts.judge
     if judge is not None and judge.cache_path is None:
         # The run directory is the judge's cache: a resume never pays twice.
-        from curate.graders.judge import CACHE_FILE
 
         judge = replace(judge, cache_path=opts.run_dir() / CACHE_FILE)
     return get_grader(
@@ -400,6 +394,7 @@ def _open(spec: str, opts: EvalOptions) -> Grader:
         reward_model=opts.reward_model,
         workers=opts.grader_workers,
         judge=judge,
+        kind_options=opts.grader_options,
     )
 
 

@@ -45,6 +45,7 @@ from curate.evaluation.spec import DEFAULT_CHUNK_SIZE, Evaluation, evaluation_of
 from curate.graders import Grader
 from curate.graders.base import SampleContext, grade, needs_context, sees_reasoning
 from curate.graders.r3 import is_group_prefill
+from curate.graders.registry import grader_kind
 from curate.stats.confidence import DEFAULT_WINDOW, trace_summary
 from curate.store.run_dir import RolloutStore
 
@@ -150,7 +151,6 @@ class GradingWatch:
 
 def form_watch(grader: Grader, references: Mapping[str, Any], store: RolloutStore) -> FormWatch:
     """The form check of the first graded rollouts (curate/data/sanity.py)."""
-    from curate.graders.registry import grader_kind
 
     kind = grader_kind(getattr(grader, "name", ""))
     indices = False

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from curate.analysis.suspects import NO_ANSWERS
-from curate.core.outcome import DEFAULT_THRESHOLD
+from curate.core.outcome import DEFAULT_GROUP_SIZE, DEFAULT_THRESHOLD
 from curate.errors import UsageError
 from curate.exports import format_for_output, get_format
 from curate.exports.base import ExportFormat
@@ -24,7 +24,6 @@ from curate.filtering.select import FilterSpec, parse_range, parse_suspects, spl
 from curate.filtering.weights import check_weight_default
 from curate.stats.columns import DIFFICULTY_COLUMN, WEIGHT_COLUMN
 from curate.stats.compare import DEFAULT_ALPHA
-from curate.stats.per_sample import DEFAULT_GROUP_SIZE
 from curate.stats.weights import DEFAULT_DELTA, WEIGHT_KINDS, check_objective
 from curate.store.scores import has_answers
 

@@ -12,12 +12,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
+from curate.core.options import OptionSchema
 from curate.graders.text import strip_think
-
-if TYPE_CHECKING:
-    from curate.graders.reward_model import RewardModelConfig
 
 # One sample's other columns (data_source, reward_model, extra_info, prompt, solution...),
 # for graders that read more than the reference: the trainer rewards.
@@ -260,12 +258,13 @@ class GraderOptions:
     `timeout_s`: the per-call deadline of graders that run in worker processes (math,
     python, verl, trl). `score_range`: a continuous reward's range (python, verl, trl
     only). `workers`: worker processes for those graders (None: the pool's default).
-    `reward_model`: where `reward-model` finds its server.
+    `kind_options`: the grader kind's own options, an instance of the schema the kind
+    declares (`curate.graders.registry.options_schema`: the judge's `JudgeConfig`, the
+    reward model's `RewardModelConfig`, a plugin factory's `options`), validated once;
+    None when none were given.
     """
 
     timeout_s: float = DEFAULT_TIMEOUT_S
     score_range: ScoreRange | None = None
     workers: int | None = None
-    reward_model: RewardModelConfig | None = None
-    # The LLM judge's settings (curate.graders.judge.JudgeConfig), for `judge` only.
-    judge: Any = None
+    kind_options: OptionSchema | None = None

@@ -30,11 +30,13 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from curate.core.options import OptionSchema, option
 from curate.errors import RunError, UsageError
 from curate.graders.base import (
     GradeResult,
+    GraderOptions,
     GradingError,
     SampleContext,
     check_lengths,
@@ -178,22 +180,45 @@ def _as_text(value: object) -> str:
     return json.dumps(value, default=str, ensure_ascii=False)
 
 
-@dataclass(frozen=True, slots=True)
-class JudgeConfig:
-    """How to reach the judge and what it reads. Holds no secret: the key stays in the
+@dataclass(frozen=True)
+class JudgeConfig(OptionSchema):
+    """How to reach the judge and what it reads: the `judge` kind's option schema
+    (`--judge-*` flags, or `-O judge.NAME=VALUE`). Holds no secret: the key stays in the
     environment variable `api_key_env` names."""
 
-    model: str
-    base_url: str | None = None  # None: $OPENAI_BASE_URL
+    label: ClassVar[str] = "--grader judge"
+    flag_prefix: ClassVar[str] = "--judge-"
+
+    model: str = option(help="the judge's model name at the endpoint")
+    base_url: str | None = option(
+        None, "the judge's OpenAI-compatible endpoint", default_help="$OPENAI_BASE_URL"
+    )
     # How to reach the judge: defaults and checks are the judge's remote settings'.
-    api_key_env: str = OPENAI_KEY_ENV
-    rubric_path: Path | None = None  # None: the built-in rubric
-    price_per_mtok: float | None = None  # USD per million judge tokens (in and out)
-    concurrency: int = JUDGE.concurrency
-    timeout: float = JUDGE.timeout
-    max_retries: int = JUDGE.max_retries
-    max_tokens: int = JUDGE_MAX_TOKENS
-    cache_path: Path | None = None  # None: no cache (a run sets RUN/judge_cache.jsonl)
+    api_key_env: str = option(
+        OPENAI_KEY_ENV, "the NAME of the environment variable holding the judge's key"
+    )
+    rubric_path: Path | None = option(
+        None, "a rubric file with {prompt}, {completion} and {reference}", cli="--rubric"
+    )
+    price_per_mtok: float | None = option(
+        None, "USD per million judge tokens (prompt and completion)", cli="--judge-price"
+    )
+    concurrency: int = option(
+        JUDGE.concurrency,
+        "judge requests in flight at once",
+        min=RemoteSettings.bound("concurrency"),
+    )
+    timeout: float = option(
+        JUDGE.timeout, "seconds per judge request", min=RemoteSettings.bound("timeout")
+    )
+    max_retries: int = option(
+        JUDGE.max_retries,
+        "retries of a failed judge request",
+        min=RemoteSettings.bound("max_retries"),
+    )
+    max_tokens: int = option(JUDGE_MAX_TOKENS, "the judge's answer length limit in tokens")
+    # Set by the run (RUN/judge_cache.jsonl), not by the user.
+    cache_path: Path | None = option(None, "the judge's answer cache", settable=False)
     # The settings the judge's calls run with, built (and validated) from the above.
     remote: RemoteSettings = field(default=JUDGE, init=False, repr=False, compare=False)
 
@@ -216,6 +241,7 @@ class JudgeConfig:
             )
         if self.max_tokens < 1:
             raise UsageError(f"--judge-max-tokens {self.max_tokens}: expected at least 1")
+        super().__post_init__()
 
     @classmethod
     def default(cls, name: str) -> Any:
@@ -497,12 +523,12 @@ def merge_usage(previous: object, usage: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def judge_grader(spec: str, argument: str | None, options: Any) -> JudgeGrader:
+def judge_grader(spec: str, argument: str | None, options: GraderOptions) -> JudgeGrader:
     """The registry's factory: ``judge`` (the judge's settings come in the options)."""
     if argument is not None:
         raise UsageError(f"grader {spec!r}: the judge takes no argument; use --rubric PATH")
-    config = getattr(options, "judge", None)
-    if config is None:
+    config = options.kind_options
+    if not isinstance(config, JudgeConfig):
         raise UsageError("--grader judge needs --judge-model (and --judge-base-url)")
     return JudgeGrader(spec, config)
 

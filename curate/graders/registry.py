@@ -20,6 +20,7 @@ Specs (the part before the first ``:`` is case-insensitive; the rest is kept ver
   of the reference after each rollout's reasoning, graded per group; `curate.graders.r3`)
 * ``reward-model`` (a sequence-classification reward model behind an HTTP server; its
   URL comes with ``reward_model=RewardModelConfig(...)``)
+* ``judge`` (an LLM judge; its model and endpoint come with ``judge=JudgeConfig(...)``)
 
 Surrounding whitespace is dropped from the whole spec (write ``\\s`` or ``[ ]`` for a
 pattern that must end in a space). A bad spec raises `UsageError` naming it.
@@ -29,19 +30,27 @@ manifest.
 Each kind is an entry of a `curate.core.registry.Registry`: a factory
 ``(spec, argument, options) -> Grader``, imported only when that kind is chosen;
 `argument` is the text after the first ``:`` (None when there is no ``:``).
+
+A kind may declare its own options as a schema (`curate.core.options.OptionSchema`:
+typed, defaulted, validated and documented once): the built-in ones in
+`GRADER_OPTIONS`, a plugin's as its factory's `options` attribute. `options_schema`
+finds it, `grader_options` builds it from `-O KIND.NAME=VALUE` pairs over the values of
+the kind's dedicated flags, and the factory receives it as `GraderOptions.kind_options`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from curate.core.options import OptionSchema
 from curate.core.registry import Registry, did_you_mean
 from curate.errors import CurateError, UsageError
 from curate.graders.base import DEFAULT_TIMEOUT_S, Grader, GraderOptions, ScoreRange
 from curate.graders.numeric import reference_number
 
 if TYPE_CHECKING:
+    from curate.graders.judge import JudgeConfig
     from curate.graders.reward_model import RewardModelConfig
 
 GraderFactory = Callable[[str, str | None, GraderOptions], Grader]
@@ -140,6 +149,23 @@ GRADERS.add(
     help="no verifier: the model's certainty of the reference after each rollout's reasoning",
 )
 
+# The built-in kinds' own option schemas (a plugin's rides on its factory).
+GRADER_OPTIONS: Registry[type[OptionSchema]] = Registry(
+    "grader", normalise=lambda name: name.strip().lower()
+)
+GRADER_OPTIONS.add(
+    "judge",
+    "curate.graders.judge:JudgeConfig",
+    help="the LLM judge's model, endpoint, rubric and limits",
+    install_hint="pip install 'curate[openai]'",
+)
+GRADER_OPTIONS.add(
+    "reward-model",
+    "curate.graders.reward_model:RewardModelConfig",
+    help="the reward model's server, model name, endpoint and limits",
+    install_hint="pip install 'curate[openai]'",
+)
+
 # The kinds that call a reward function whose scale the user may declare.
 RANGED_KINDS = frozenset({"python", "verl", "trl", "reward-model"})
 # The kinds that read the data as stored (no answer extraction): reward functions, and
@@ -160,6 +186,46 @@ def _unknown(spec: str) -> UsageError:
     return UsageError(f"unknown grader {spec!r}{hint}; expected one of: {', '.join(names)}")
 
 
+def options_schema(kind: str) -> type[OptionSchema] | None:
+    """The option schema grader kind `kind` declares (None: it takes no options of its
+    own); UsageError for an unknown kind."""
+    kind = grader_kind(kind)
+    if kind in GRADER_OPTIONS:
+        return GRADER_OPTIONS.get(kind)
+    if kind not in GRADERS:
+        raise _unknown(kind)
+    schema = getattr(GRADERS.get(kind), "options", None)
+    if isinstance(schema, type) and issubclass(schema, OptionSchema):
+        return schema
+    if schema is not None:
+        raise UsageError(f"grader '{kind}': its factory's `options` is not an OptionSchema")
+    return None
+
+
+def grader_options(
+    kind: str, pairs: Sequence[str], base: OptionSchema | None = None
+) -> OptionSchema:
+    """The options of grader kind `kind` from `-O KIND.NAME=VALUE` pairs (`pairs`, each
+    with its `KIND.` prefix), laid over `base` (built from the kind's dedicated flags,
+    or None), validated by the kind's schema. A name set both ways is refused."""
+    kind = grader_kind(kind)
+    schema = options_schema(kind)
+    if schema is None:
+        first = pairs[0].partition("=")[0].strip() if pairs else kind
+        raise UsageError(f"--option {first}: --grader {kind} takes no options of its own")
+    values = schema.assignments(pairs, owner=f"--grader {kind}", qualifier=f"{kind}.")
+    if base is None:
+        return schema.parse(values)
+    if not isinstance(base, schema):
+        raise UsageError(f"{type(base).__name__} are not options of --grader {kind}")
+    for name in values:
+        if name in base.given:
+            raise UsageError(
+                f"{schema.flag(name)} and --option {kind}.{name} both set it: give one"
+            )
+    return schema.parse({**{n: getattr(base, n) for n in base.given}, **values})
+
+
 def get_grader(
     spec: str,
     *,
@@ -167,17 +233,18 @@ def get_grader(
     score_range: tuple[float, float] | None = None,
     workers: int | None = None,
     reward_model: RewardModelConfig | None = None,
-    judge: Any = None,
+    judge: JudgeConfig | None = None,
+    kind_options: OptionSchema | None = None,
 ) -> Grader:
     """Build the grader a spec names.
 
     `timeout_s` is the per-call deadline of the graders that run in worker processes
     (math, python, verl, trl); `score_range=(lo, hi)` declares the scale of a continuous
     reward (python, verl, trl), mapped to [0, 1] with the raw value kept; `workers` sets
-    those graders' worker processes; `reward_model` is where `reward-model` finds its
-    server (given for any other grader, it is refused); `judge` (a
-    `curate.graders.judge.JudgeConfig`) is the judge's settings, for `judge` only. Call
-    `close()` on the grader when done.
+    those graders' worker processes; `kind_options` are the kind's own options (an
+    instance of its `options_schema`: given for another kind, they are refused);
+    `reward_model` (a `RewardModelConfig`) and `judge` (a `JudgeConfig`) are the same for
+    `reward-model` and `judge`. Call `close()` on the grader when done.
     """
     spec = spec.strip()
     if not spec:
@@ -197,6 +264,16 @@ def get_grader(
         raise UsageError(
             f"the judge options (--judge-model, ...) apply to --grader judge, not {spec!r}"
         )
+    own = [o for o in (kind_options, reward_model, judge) if o is not None]
+    if len(own) > 1:
+        raise UsageError(f"grader {spec!r}: its own options are given twice")
+    if own:
+        schema = options_schema(kind)
+        if schema is None or not isinstance(own[0], schema):
+            raise UsageError(
+                f"grader {spec!r}: {type(own[0]).__name__} are not its options"
+                + ("" if schema is None else f" ({schema.__name__} are)")
+            )
     if workers is not None and workers < 1:
         raise UsageError(f"grader {spec!r}: workers must be at least 1, got {workers}")
     try:
@@ -207,8 +284,7 @@ def get_grader(
         timeout_s=timeout_s,
         score_range=ranged,
         workers=workers,
-        reward_model=reward_model,
-        judge=judge,
+        kind_options=own[0] if own else None,
     )
     factory = GRADERS.get(kind)
     plugin = GRADERS.entry(kind).plugin

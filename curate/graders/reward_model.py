@@ -27,10 +27,11 @@ import math
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import httpx  # the openai extra brings it; a missing one fails at grader selection
 
+from curate.core.options import OptionSchema, option
 from curate.errors import RunError, UsageError
 from curate.graders.base import (
     GradeResult,
@@ -77,20 +78,38 @@ PROBE_COMPLETION: Final = "2"
 LABEL = "reward model"
 
 
-@dataclass(frozen=True, slots=True)
-class RewardModelConfig:
-    """Where the reward model is served and how to call it. Holds no secret: the key is
-    read from the environment variable `api_key_env` names."""
+@dataclass(frozen=True)
+class RewardModelConfig(OptionSchema):
+    """Where the reward model is served and how to call it: the `reward-model` kind's
+    option schema (`--reward-*` flags, or `-O reward-model.NAME=VALUE`). Holds no
+    secret: the key is read from the environment variable `api_key_env` names."""
 
-    base_url: str
-    model: str | None = None
+    label: ClassVar[str] = "--grader reward-model"
+    flag_prefix: ClassVar[str] = "--reward-"
+
+    base_url: str = option(help="the reward model's server, e.g. http://127.0.0.1:8001")
+    model: str | None = option(
+        None, "the served model's name", default_help="the server's only model"
+    )
     # How to reach the server: defaults and checks are the reward model's remote
     # settings' (no key unless a variable is named).
-    api_key_env: str | None = REWARD_MODEL.api_key_env
-    endpoint: str = AUTO
-    concurrency: int = REWARD_MODEL.concurrency
-    timeout: float = REWARD_MODEL.timeout
-    max_retries: int = REWARD_MODEL.max_retries
+    api_key_env: str | None = option(
+        REWARD_MODEL.api_key_env, "the environment variable holding the server's API key"
+    )
+    endpoint: str = option(AUTO, "the endpoint to call: auto, classify, pooling or score")
+    concurrency: int = option(
+        REWARD_MODEL.concurrency,
+        "requests in flight at once",
+        min=RemoteSettings.bound("concurrency"),
+    )
+    timeout: float = option(
+        REWARD_MODEL.timeout, "seconds per request", min=RemoteSettings.bound("timeout")
+    )
+    max_retries: int = option(
+        REWARD_MODEL.max_retries,
+        "retries of a failed request",
+        min=RemoteSettings.bound("max_retries"),
+    )
     # The settings the requests run with, built (and validated) from the above.
     remote: RemoteSettings = field(default=REWARD_MODEL, init=False, repr=False, compare=False)
 
@@ -114,11 +133,12 @@ class RewardModelConfig:
             max_retries=self.max_retries,
         )
         object.__setattr__(self, "remote", remote)
+        super().__post_init__()
 
     @property
     def root(self) -> str:
         """The server's root URL: vLLM serves /classify and /pooling there, not under /v1."""
-        url = self.base_url.rstrip("/")
+        url = self.remote.urls()[0].rstrip("/")
         return url.removesuffix("/v1")
 
     def secret(self) -> Secret | None:
@@ -315,7 +335,7 @@ class RewardModelGrader:
     ) -> list[GradeResult]:
         """One request per (prompt, completion); each failure is that item's error row."""
         results: list[GradeResult | None] = [None] * len(items)
-        limits = httpx.Limits(max_connections=self.config.concurrency)
+        limits = httpx.Limits(max_connections=self.config.remote.concurrency)
         async with httpx.AsyncClient(timeout=None, limits=limits) as client:
 
             async def one(index: int) -> None:
@@ -361,7 +381,7 @@ class RewardModelGrader:
                 except (EndpointDown, Unreachable) as exc:
                     results[index] = error_result(self._scrub(f"{LABEL} unreachable: {exc}"))
 
-            await run_pool(list(range(len(items))), self.config.concurrency, one)
+            await run_pool(list(range(len(items))), self.config.remote.concurrency, one)
         return [r if r is not None else error_result(f"{LABEL}: no answer") for r in results]
 
     def _run(self, endpoint: str, items: Sequence[tuple[object, str]]) -> list[GradeResult]:
@@ -394,7 +414,7 @@ class RewardModelGrader:
         url = redact_url(self.config.root)
         tried: list[str] = []
         headers = self._headers()
-        with httpx.Client(timeout=self.config.timeout) as client:
+        with httpx.Client(timeout=self.config.remote.timeout) as client:
             for endpoint in ENDPOINTS:
                 body = request_body(endpoint, PROBE_PROMPT, PROBE_COMPLETION, self.config.model)
                 try:
@@ -489,8 +509,8 @@ def reward_model_grader(
         raise UsageError(
             f"grader {spec!r}: takes no argument; point --reward-base-url at the server"
         )
-    config = options.reward_model
-    if config is None:
+    config = options.kind_options
+    if not isinstance(config, RewardModelConfig):
         raise UsageError(
             "--grader reward-model needs --reward-base-url URL (the reward model's server, "
             "e.g. http://127.0.0.1:8001)"

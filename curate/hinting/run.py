@@ -286,7 +286,7 @@ def model_hints(request: HintRequest, collapsed: Collapsed) -> dict[tuple[str, i
 def eval_options(request: HintRequest, plan: HintPlan) -> Any:
     """The hinted run's EvalOptions: the run's model, backend, sampling, seed, grader
     and reference reading, over the hinted data."""
-    from curate.evaluation.evaluate import EvalOptions
+    from curate.evaluation.options import EvalOptions
 
     m = plan.manifest
     sampling = m.get("sampling") or {}

@@ -7,9 +7,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from curate.core.outcome import DEFAULT_THRESHOLD
+from curate.core.outcome import DEFAULT_GROUP_SIZE, DEFAULT_THRESHOLD
 from curate.errors import InputError, UsageError
-from curate.stats.per_sample import DEFAULT_GROUP_SIZE
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

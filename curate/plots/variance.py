@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from curate.core.outcome import DEFAULT_THRESHOLD
+from curate.core.outcome import DEFAULT_THRESHOLD, category_expr
 from curate.plots._common import (
     BEST_COLOR,
     CATEGORY_COLORS,
@@ -158,7 +158,6 @@ def _sorted_scored(per_sample: pl.DataFrame, threshold: float) -> pl.DataFrame:
 def _derived_category(frame: pl.DataFrame, threshold: float) -> pl.Expr:
     """The category rule (`curate.core.outcome`), for rows where `category` is not given.
     The frame holds scored samples and a `variance` column."""
-    from curate.core.outcome import category_expr
 
     worst = "worst_score" if "worst_score" in frame.columns else None
     return category_expr(threshold, n=None, worst=worst)

@@ -7,10 +7,13 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from curate.core.outcome import DEFAULT_GROUP_SIZE, DEFAULT_THRESHOLD
+from curate.core.reasoning import DEFAULT_TRUNCATION, Truncation
+from curate.errors import UsageError
 from curate.report.checks import CheckResult, evaluate_checks
 from curate.stats.dataset import DatasetSummary
-from curate.stats.per_sample import DEFAULT_GROUP_SIZE, DEFAULT_THRESHOLD
 from curate.stats.suspects import DEFAULT_MIN_N, DEFAULT_MIN_SHARE
+from curate.trainers.settings import check_settings, plan_dynamic_sampling
 
 if TYPE_CHECKING:
     from curate.analysis.suspects import SuspectCheck
@@ -66,7 +69,6 @@ def build_report(
     summary's `trainer_settings`."""
     from curate.analysis import load_analysis
     from curate.analysis.lengths import load_lengths
-    from curate.core.reasoning import DEFAULT_TRUNCATION, Truncation
     from curate.stats.lengths import length_warnings
     from curate.stats.suspects import check_parameters
 
@@ -89,8 +91,6 @@ def build_report(
         loaded.summary, fail_under_signal=fail_under_signal, max_error_rate=max_error_rate
     )
     if plan_trainer is not None:
-        from curate.trainers.settings import plan_dynamic_sampling
-
         plan = plan_dynamic_sampling(
             loaded.summary.gate["expected_open_fraction"],
             trainer=plan_trainer,
@@ -153,8 +153,6 @@ def trainer_settings_request(
     """The trainer to plan dynamic sampling for (verl when only --train-batch-size is
     given), or None; a UsageError before any reading for options that do not fit
     (`curate.trainers.settings.check_settings`)."""
-    from curate.errors import UsageError
-    from curate.trainers.settings import check_settings
 
     if trainer is None and train_batch_size is None:
         if gen_batch_size is not None or max_gen_batches is not None:

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from curate.core.outcome import CATEGORIES, LABELS
+from curate.core.outcome import CATEGORIES, DEFAULT_GROUP_SIZE, DEFAULT_THRESHOLD, LABELS
 from curate.report.checks import CheckResult
 from curate.report.render import _clean
 from curate.stats.compare import (
@@ -49,7 +49,6 @@ from curate.stats.compare import (
     smallest_significant_rise,
 )
 from curate.stats.mixed import mixed_label
-from curate.stats.per_sample import DEFAULT_GROUP_SIZE, DEFAULT_THRESHOLD
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -91,6 +91,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shlex
 from typing import TYPE_CHECKING, Any
 
 from curate.analysis.empty import empty_text, flagged
@@ -108,6 +109,7 @@ from curate.stats.dataset import (
     remedy_text,
 )
 from curate.stats.mixed import mixed_label
+from curate.trainers.settings import DynamicSamplingPlan, plan_lines
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -619,7 +621,6 @@ def trainer_settings_text(extra: dict[str, Any]) -> tuple[str, list[str], list[s
     data = extra.get("trainer_settings")
     if not data:
         return None
-    from curate.trainers.settings import DynamicSamplingPlan, plan_lines
 
     plan = DynamicSamplingPlan(**data)
     head, detail = plan_lines(plan)
@@ -643,7 +644,5 @@ def suspect_line(check: SuspectCheck | None, source: str | None, *, code: str = 
         verb = "is a close miss" if close == 1 else "are close misses"
         line += f"; {close} of the majority answers {verb} of the reference (likely the model's)"
     if n and source is not None:
-        import shlex
-
         line += f"; list: {code}curate report {shlex.quote(source)} --show suspects{code}"
     return line

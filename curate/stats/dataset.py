@@ -16,13 +16,10 @@ from typing import TYPE_CHECKING, Any
 from curate.core.outcome import CATEGORIES
 from curate.stats import adaptive as adaptive_stats
 from curate.stats.estimators import pass_at_k
+from curate.stats.intervals import can_bound, gain_bound, mixed_interval, multiplier_range
 from curate.stats.mixed import ScoreModel, mixed_curve, signature_histogram
-from curate.stats.per_sample import (
-    GROUP,
-    MULTIPLICITY,
-    pair_histogram,
-    with_multiplicity,
-)
+from curate.stats.multiplicity import MULTIPLICITY, pair_histogram, with_multiplicity
+from curate.stats.per_sample import GROUP
 
 if TYPE_CHECKING:
     import polars as pl
@@ -226,7 +223,6 @@ def mixed_share_interval(
     """The 95% interval of the population share of mixed groups at `group_size`
     (`curate.stats.intervals`), or None when the figure needs no model or a prior
     carries no likelihood to bound it with (a hand-made prior)."""
-    from curate.stats.intervals import can_bound, mixed_interval
 
     if not extrapolated(group_size, fewest, adaptive=adaptive) or not can_bound(model):
         return None
@@ -364,7 +360,6 @@ def _multiplier_intervals(
 ) -> None:
     """Fill the multiplier's intervals (`curate.stats.intervals`) where its figures
     need the prior, and say so in `reason` when the data cannot choose the multiplier."""
-    from curate.stats.intervals import can_bound, gain_bound, multiplier_range
 
     if not can_bound(model):
         return

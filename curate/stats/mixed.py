@@ -44,6 +44,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias
 
 from curate.stats.estimators import choose_ratio
+from curate.stats.multiplicity import MULTIPLICITY, pair_histogram, with_multiplicity
+from curate.stats.prior import fit_prior_counts
 
 if TYPE_CHECKING:
     import polars as pl
@@ -134,8 +136,6 @@ def signature_histogram(model: ScoreModel, per_sample: pl.DataFrame) -> list[tup
     their multiplicity in a compressed frame), in a fixed order."""
     import polars as pl
 
-    from curate.stats.per_sample import MULTIPLICITY, pair_histogram, with_multiplicity
-
     scored = with_multiplicity(per_sample.filter(pl.col("n_rollouts") > 0))
     if model.index is None:
         return [(binary_signature(n, c), w) for n, c, w in pair_histogram(scored)]
@@ -173,8 +173,6 @@ def fit_score_model(rollouts: pl.DataFrame | pl.LazyFrame) -> ScoreModel:
     failed rollout, is left out): one prior per frequent value, fitted over every
     sample, and each sample's signature."""
     import polars as pl
-
-    from curate.stats.prior import fit_prior_counts
 
     counts = (
         rollouts.lazy()

@@ -24,15 +24,14 @@ from curate.stats.mixed import (
     mixed_probability,
     sample_probabilities,
 )
+from curate.stats.multiplicity import MULTIPLICITY, pair_histogram, with_multiplicity
+from curate.stats.prior import fit_prior_counts
 
 if TYPE_CHECKING:
     import polars as pl
 
     from curate.stats.prior import Prior
 
-# In a compressed frame (one row per distinct statistics, no sample_id), how many
-# samples a row stands for. Data-set statistics weight every row by it.
-MULTIPLICITY = "multiplicity"
 # The report's breakdown column (a sample's data_source or --group-by value), carried
 # through the per-sample statistics when present.
 GROUP = "group"
@@ -205,15 +204,6 @@ def compress_binary_aggregate(aggregated: pl.DataFrame, keys: tuple[str, ...] = 
     )
 
 
-def with_multiplicity(frame: pl.DataFrame) -> pl.DataFrame:
-    """`frame` with a `multiplicity` column: as it is when compressed, else all 1."""
-    import polars as pl
-
-    if MULTIPLICITY in frame.columns:
-        return frame
-    return frame.with_columns(pl.lit(1, dtype=pl.Int64).alias(MULTIPLICITY))
-
-
 def is_binary(aggregated: pl.DataFrame) -> bool:
     """True when every scored rollout is 0 or 1."""
     return int(aggregated["partial"].sum()) == 0
@@ -223,36 +213,10 @@ def fit_prior(aggregated: pl.DataFrame) -> Prior:
     """The empirical-Bayes pass-rate prior (the NPMLE, `curate.stats.prior`), fitted on
     the (n, c) histogram of the whole data set: the one prior behind every model-based
     figure."""
-    from curate.stats.prior import fit_prior_counts
 
     # Sorted: the fit sums over the histogram, so its order must not depend on hashing.
     hist = pair_histogram(aggregated, scored_only=True)
     return fit_prior_counts((int(n), float(c), int(w)) for n, c, w in hist)
-
-
-def pair_histogram(frame: pl.DataFrame, *, scored_only: bool = False) -> list[tuple[int, int, int]]:
-    """Sorted (n_rollouts, successes, samples): how many samples have each (n, c) pair
-    (rows, or their multiplicities in a compressed frame); with `scored_only`, pairs
-    with n = 0 are left out.
-
-    The same as a group-by on the two columns, sorted, but counted on one integer key
-    n * (n_max + 1) + c (0 <= c <= n), which is several times cheaper on a million rows.
-    """
-    import polars as pl
-
-    n, c = pl.col("n_rollouts"), pl.col("successes")
-    if (
-        MULTIPLICITY in frame.columns  # compressed: few rows, each standing for many
-        or frame.height == 0
-        or frame.select(n.null_count() + c.null_count()).item()
-    ):
-        weighted = with_multiplicity(frame)
-        hist = weighted.group_by("n_rollouts", "successes").agg(pl.col(MULTIPLICITY).sum()).rows()
-    else:
-        width = int(frame.select(n.max()).item()) + 1
-        counts = frame.select((n.cast(pl.Int64) * width + c).alias("key"))["key"].value_counts()
-        hist = [(key // width, key % width, count) for key, count in counts.rows()]
-    return sorted(row for row in hist if not scored_only or row[0] > 0)
 
 
 def sample_stats(

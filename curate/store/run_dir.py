@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from curate.core.settled import SETTLED_COLUMN, settled_error_expr, settled_expr
 from curate.core.shards import ShardSpec
-from curate.errors import InputError
+from curate.errors import InputError, one_line
 from curate.store.atomic import atomic_path, atomic_write_text
 from curate.store.duplicates import resolve_repeats, strictly_sorted
 from curate.store.locks import (
@@ -424,6 +424,4 @@ def shard_problem(path: Path, columns: list[str]) -> str | None:
 
 
 def _short(exc: BaseException, limit: int = 160) -> str:
-    from curate.errors import one_line
-
     return one_line(exc, limit)

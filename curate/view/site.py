@@ -19,9 +19,11 @@ this command is refused.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import shutil
+import webbrowser
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -29,10 +31,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curate import __version__
-from curate.core.outcome import CATEGORIES, DEFAULT_THRESHOLD, LABELS
+from curate.core.outcome import CATEGORIES, DEFAULT_GROUP_SIZE, DEFAULT_THRESHOLD, LABELS
 from curate.errors import InputError, UsageError
 from curate.stats.compare import DEFAULT_ALPHA
-from curate.stats.per_sample import DEFAULT_GROUP_SIZE
 from curate.view.collect import ROLLOUT_FIELDS, RunData, as_text, collect_run
 from curate.view.script import js_call, js_call_json
 
@@ -295,7 +296,6 @@ def _run_meta(site: Path, index: int, run: RunData) -> dict[str, Any]:
 
 def _value_text(report: dict[str, Any], path: tuple[str, ...]) -> str | None:
     """The value at `path` as the JSON report prints it (None when absent)."""
-    import json
 
     value: Any = report
     for key in path:
@@ -478,7 +478,6 @@ def _write_chunks(
     A sample is {"id", "p": [prompt per run], "ref": [[graded, stored] per run], "ro":
     [rollout columns per run]}; a run whose prompt or reference equals the first run's
     stores null there."""
-    import json
 
     capped = 0
     encoded = []
@@ -513,7 +512,6 @@ def _write_chunks(
 
 def open_in_browser(site: Path) -> bool:
     """Open the site's index.html in the default browser; False when there is none."""
-    import webbrowser
 
     with contextlib.suppress(webbrowser.Error):
         return webbrowser.open((site / "index.html").resolve().as_uri())

@@ -31,7 +31,8 @@ from curate.backends.ray_pool import (
 from curate.backends.vllm_options import VllmOptions
 from curate.errors import UsageError
 from curate.evaluation.adaptive import AdaptivePolicy, run_adaptive
-from curate.evaluation.evaluate import EvalOptions, evaluate
+from curate.evaluation.evaluate import evaluate
+from curate.evaluation.options import EvalOptions
 from curate.evaluation.runner import EvalResult, run_eval
 from curate.graders import get_grader
 from curate.store.run_dir import RolloutStore

@@ -104,7 +104,8 @@ def test_server_sends_reasoning_apart_from_the_answer(think_server: Any) -> None
 def _evaluate(
     data: Path, out: Path, backend: str, engine: dict[str, Any], **fields: Any
 ) -> pl.DataFrame:
-    from curate.evaluation.evaluate import EvalOptions, evaluate
+    from curate.evaluation.evaluate import evaluate
+    from curate.evaluation.options import EvalOptions
     from curate.store.run_dir import RolloutStore
 
     outcome = evaluate(

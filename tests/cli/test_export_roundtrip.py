@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from curate.data.samples import build_prompts
-from curate.evaluation.evaluate import EvalOptions
+from curate.evaluation.options import EvalOptions
 from curate.evaluation.preflight import preflight
 from tests.conftest import ROOT, Result
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from curate.evaluation.evaluate import EvalOptions
+from curate.evaluation.options import EvalOptions
 from tests.conftest import fake_eval_options
 
 

@@ -29,7 +29,8 @@ from curate.core.deepen import (
 from curate.core.settled import SETTLED_COLUMN
 from curate.errors import UsageError
 from curate.evaluation.deepen import plan_deepen
-from curate.evaluation.evaluate import EvalOptions, Interrupted, evaluate
+from curate.evaluation.evaluate import Interrupted, evaluate
+from curate.evaluation.options import EvalOptions
 from curate.evaluation.progress import NullProgress, OutcomeTally
 from curate.report.build import build_report
 from curate.store.run_dir import RolloutStore

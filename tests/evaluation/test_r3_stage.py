@@ -17,7 +17,8 @@ from curate.backends.base import Mode
 from curate.backends.fake import FakeBackend
 from curate.backends.prefill import PrefillItem, PrefillResult
 from curate.errors import UsageError
-from curate.evaluation.evaluate import EvalOptions, evaluate
+from curate.evaluation.evaluate import evaluate
+from curate.evaluation.options import EvalOptions
 from curate.evaluation.runner import GRADER_ERROR_PREFIX, run_eval
 from curate.graders import get_grader
 from curate.store.certainty import append_certainties, read_certainties

@@ -50,7 +50,8 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _evaluate(data: Path, out: Path, backend: str, engine: dict[str, Any]) -> Any:
-    from curate.evaluation.evaluate import EvalOptions, evaluate
+    from curate.evaluation.evaluate import evaluate
+    from curate.evaluation.options import EvalOptions
 
     return evaluate(
         EvalOptions(

@@ -23,7 +23,8 @@ import polars as pl
 import pytest
 
 from curate.evaluation import evaluate as evaluate_module
-from curate.evaluation.evaluate import EvalOptions, evaluate
+from curate.evaluation.evaluate import evaluate
+from curate.evaluation.options import EvalOptions
 from curate.store.run_dir import RolloutStore
 from tests.conftest import ROOT, TINY_MODEL
 

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
 import curate.graders as graders
+from curate.core.options import OptionSchema, option
+from curate.core.registry import Entry
 from curate.errors import MissingExtraError, UsageError
 from curate.graders import GRADER_NAMES, Grader, GradeResult, default_grader_spec, get_grader
+from curate.graders.base import GraderOptions, InProcessGrader
+from curate.graders.registry import GRADERS, grader_options, options_schema
 
 
 def test_public_api() -> None:
@@ -169,3 +175,95 @@ def test_math_timeout_must_be_positive(timeout_s: float) -> None:
 def test_default_grader_spec(references: list[object], spec: str) -> None:
     assert default_grader_spec(references) == spec
     assert default_grader_spec(tuple(references)) == spec
+
+
+# -- each kind's own options ---------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _ToyOptions(OptionSchema):
+    label: ClassVar[str] = "--grader toy"
+    flag_prefix: ClassVar[str] = "--toy-"
+
+    target: str = option(help="the answer the toy grader wants")
+    partial: float = option(0.0, "the score of a near miss", min=0.0, max=1.0)
+
+
+class _ToyGrader(InProcessGrader):
+    def __init__(self, spec: str, options: _ToyOptions) -> None:
+        super().__init__(spec)
+        self.options = options
+
+    def grade_one(self, answer_text: str, reference: object) -> GradeResult:
+        if answer_text.strip() == self.options.target:
+            return GradeResult(score=1.0, extracted=answer_text)
+        return GradeResult(score=self.options.partial, extracted=answer_text)
+
+
+def _toy_factory(spec: str, argument: str | None, options: GraderOptions) -> _ToyGrader:
+    assert isinstance(options.kind_options, _ToyOptions), options.kind_options
+    return _ToyGrader(spec, options.kind_options)
+
+
+_toy_factory.options = _ToyOptions  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def toy_kind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A grader kind registered the way a plugin's factory is: with an `options` schema."""
+    GRADERS.names()  # scan the installed plugins first, so the entries below stay
+    monkeypatch.setitem(GRADERS._entries, "toy", Entry("toy", "tests:<object>", "toy"))
+    monkeypatch.setitem(GRADERS._loaded, "toy", _toy_factory)
+
+
+def test_each_kind_names_its_own_schema(toy_kind: None) -> None:
+    from curate.graders.judge import JudgeConfig
+    from curate.graders.reward_model import RewardModelConfig
+
+    assert options_schema("judge") is JudgeConfig
+    assert options_schema("reward-model") is RewardModelConfig
+    assert options_schema("toy") is _ToyOptions
+    assert options_schema("exact") is None and options_schema("code:score=fraction") is None
+    with pytest.raises(UsageError, match="unknown grader 'jduge'"):
+        options_schema("jduge")
+
+
+def test_assignments_reach_any_kind_that_declares_options(toy_kind: None) -> None:
+    """The class: a kind curate does not know (a plugin's) gets its options from -O as
+    the built-in ones do, validated by its own schema, and its factory receives them."""
+    toy = grader_options("toy", ["toy.target=42", "toy.partial=0.25"])
+    grader = get_grader("toy", kind_options=toy)
+    assert [r.score for r in grader.grade_batch(["42", "41"], [None, None])] == [1.0, 0.25]
+    with pytest.raises(UsageError, match=r"--toy-partial must be at most 1, not 2.0"):
+        grader_options("toy", ["toy.target=42", "toy.partial=2"])
+    with pytest.raises(UsageError, match=r"^--grader toy needs --toy-target$"):
+        grader_options("toy", ["toy.partial=0.5"])
+    with pytest.raises(UsageError, match=r"_ToyOptions are not its options"):
+        get_grader("exact", kind_options=toy)
+
+
+def test_assignments_lay_over_the_flags_and_never_set_one_twice() -> None:
+    from curate.graders.judge import JudgeConfig
+
+    flags = JudgeConfig(model="m", concurrency=4)
+    judge = grader_options("judge", ["judge.timeout=30", "judge.rubric_path=r.txt"], flags)
+    assert isinstance(judge, JudgeConfig)
+    assert (judge.model, judge.concurrency, judge.timeout) == ("m", 4, 30.0)
+    assert judge.rubric_path == Path("r.txt")
+    assert judge.remote.timeout == 30.0 and judge.remote.concurrency == 4  # one validation
+    with pytest.raises(UsageError, match=r"--judge-concurrency and --option judge\.concurrency"):
+        grader_options("judge", ["judge.concurrency=8"], flags)
+    with pytest.raises(UsageError, match=r"--judge-concurrency must be at least 1, not 0"):
+        grader_options("judge", ["judge.model=m", "judge.concurrency=0"])
+    alone = grader_options("judge", ["judge.model=m2"])
+    assert isinstance(alone, JudgeConfig) and alone.model == "m2"
+
+
+def test_an_unknown_grader_option_is_one_line_listing_the_others() -> None:
+    with pytest.raises(UsageError) as info:
+        grader_options("judge", ["judge.temprature=0"])
+    text = str(info.value)
+    assert text.startswith("--option judge.temprature: not an option of --grader judge (")
+    assert "judge.model, judge.base_url" in text and "judge.cache_path" not in text
+    with pytest.raises(UsageError, match=r"--option exact\.x: --grader exact takes no options"):
+        grader_options("exact", ["exact.x=1"])

@@ -254,7 +254,7 @@ def test_the_bundled_model_is_rescued_by_hints(tmp_path: Path) -> None:
     """tiny-math on the very-hard problems of the sample set (never solved without a
     hint): some hinted groups of 8 are mixed, and the strongest hints pass most often."""
     pytest.importorskip("vllm")
-    from curate.evaluation.evaluate import EvalOptions
+    from curate.evaluation.options import EvalOptions
     from tests.conftest import ARITHMETIC, TEST_ENGINE_OPTIONS, TINY_MODEL
 
     data = tmp_path / "very-hard.jsonl"

@@ -34,7 +34,8 @@ from curate.stats.adaptive import (
     nominal_runs,
 )
 from curate.stats.estimators import BetaPrior, fit_beta_prior
-from curate.stats.per_sample import MULTIPLICITY, binary_aggregate
+from curate.stats.multiplicity import MULTIPLICITY
+from curate.stats.per_sample import binary_aggregate
 from curate.stats.prior import fit_prior_counts
 from tests.conftest import long_frame
 

@@ -33,7 +33,7 @@ from curate.evaluation.adaptive import AdaptivePolicy, replay
 from curate.stats import analyze
 from curate.stats.dataset import MAX_MULTIPLIER, MULTIPLIER_MIN_GAIN, gate_curve
 from curate.stats.estimators import fit_beta_prior
-from curate.stats.per_sample import pair_histogram
+from curate.stats.multiplicity import pair_histogram
 from tests.stats.test_stats_simulation import long_format
 
 SAMPLES = 4000

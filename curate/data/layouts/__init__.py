@@ -10,6 +10,7 @@ prompt is already built) before the evaluation sets, and the generic chat layout
 
 from __future__ import annotations
 
+import difflib
 from typing import TYPE_CHECKING
 
 from curate.core.registry import Registry
@@ -26,7 +27,6 @@ NONE = "none"  # no layout: the generic field names (prompt, question, answer, .
 
 
 def _unknown(name: str, names: list[str]) -> str:
-    import difflib
 
     close = difflib.get_close_matches(name, names, n=1)
     hint = f"; did you mean '{close[0]}'?" if close else ""

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from curate.core.outcome import PASS_SCORE, outcome_of_scores
 from curate.errors import UsageError
+from curate.stats.prior import fit_prior_counts
 
 if TYPE_CHECKING:
     from curate.stats.prior import Prior
@@ -238,7 +239,6 @@ def prior_from_states(states: Iterable[SampleState]) -> Prior:
     The likelihood of an outcome sequence does not depend on a stopping rule that looks
     only at past outcomes, so the fit stays valid on adaptively stopped samples.
     """
-    from curate.stats.prior import fit_prior_counts
 
     hist: dict[tuple[int, int], int] = {}
     for st in states:
