@@ -13,10 +13,12 @@ from curate.errors import UsageError
 from curate.report.checks import CheckResult, evaluate_checks
 from curate.stats.dataset import DatasetSummary
 from curate.stats.suspects import DEFAULT_MIN_N, DEFAULT_MIN_SHARE
+from curate.store.certainty import has_certainties, read_certainties
 from curate.trainers.settings import check_settings, plan_dynamic_sampling
 
 if TYPE_CHECKING:
     from curate.analysis.suspects import SuspectCheck
+    from curate.store.run_dir import RolloutStore
 
 # The column the report breaks its figures down by when none is asked for (when present).
 DEFAULT_GROUP_COLUMN = "data_source"
@@ -101,7 +103,7 @@ def build_report(
         )
         loaded.summary.extra["trainer_settings"] = plan.to_dict()
     # Token counts (and cost, given prices) when the input has them; else no section.
-    usage = loaded.usage(price_in, price_out)
+    usage = with_prefill(loaded.usage(price_in, price_out), loaded.source.store, price_in)
     # Lengths by outcome and truncation, when the input has completion token counts
     # (from the rows the read above holds; token counts and outcomes, never the text).
     # Every counted rollout is scored unless cut-short ones are error rows or excluded:
@@ -163,3 +165,23 @@ def trainer_settings_request(
     name = trainer or "verl"
     check_settings(name, train_batch_size, gen_batch_size, max_gen_batches)
     return name
+
+
+def with_prefill(
+    usage: dict[str, Any] | None, store: RolloutStore | None, price_in: float | None
+) -> dict[str, Any] | None:
+    """`usage` with the prefill tokens of a `--grader r3` run (`prefill_tokens`, also in the
+    cost as prompt tokens): the reference scored after each rollout is a second prompt the
+    model reads, which the rollouts' own prompt_tokens do not count."""
+    if store is None or not has_certainties(store.run_dir):
+        return usage
+    tokens = read_certainties(store.run_dir)["tokens_in"].sum()
+    out: dict[str, Any] = (
+        dict(usage) if usage is not None else {"prompt_tokens": None, "completion_tokens": None}
+    )
+    out.setdefault("cost_usd", None)
+    prefill = int(tokens or 0)
+    out["prefill_tokens"] = prefill
+    if price_in is not None and out["cost_usd"] is not None:
+        out["cost_usd"] += prefill * price_in / 1e6
+    return out

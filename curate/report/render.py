@@ -183,7 +183,7 @@ def usage_rows(usage: dict[str, Any] | None) -> list[tuple[str, str]]:
     if usage is None:
         return []
     rows = []
-    for key in ("prompt_tokens", "completion_tokens"):
+    for key in ("prompt_tokens", "completion_tokens", "prefill_tokens"):
         if usage.get(key) is not None:
             rows.append((key.replace("_", " "), f"{usage[key]:,}"))
     if usage.get("cost_usd") is not None:
