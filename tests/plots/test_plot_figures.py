@@ -57,8 +57,9 @@ def test_every_kind_saves_in_every_format(
     assert [p.name for p in tmp_path.iterdir()] == [out.name]  # no temp file left behind
 
 
-def test_plot_kinds_are_the_four_figures() -> None:
-    assert (*PER_SAMPLE_KINDS, "length") == PLOT_KINDS
+def test_plot_kinds_are_the_four_figures_and_the_reflective_view() -> None:
+    # the reflective view draws one sample's reference (its own command argument)
+    assert (*PER_SAMPLE_KINDS, "length", "reflective") == PLOT_KINDS
 
 
 @pytest.mark.parametrize("kind", PER_SAMPLE_KINDS)
