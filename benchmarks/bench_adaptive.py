@@ -337,7 +337,9 @@ def live(args: argparse.Namespace) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=20_000, help="simulated samples")
-    parser.add_argument("--rollouts", type=int, default=8, help="N, the fixed run's rollouts")
+    parser.add_argument(
+        "--rollouts", dest="runs", type=int, default=8, help="N, the fixed run's rollouts"
+    )
     parser.add_argument("--round-size", type=int, default=DEFAULT_ROUND_SIZE)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3, help="draws of the primary population")

@@ -104,7 +104,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prompts", type=int, default=4000)
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--rollouts", type=int, default=8)
+    parser.add_argument("--rollouts", dest="runs", type=int, default=8)
     parser.add_argument("--group-size", type=int, default=8)
     args = parser.parse_args()
 

@@ -42,7 +42,9 @@ def main() -> int:
     parser.add_argument("--data", default=str(ROOT / "sample_data" / "arithmetic.jsonl"))
     parser.add_argument("--base-url", action="append", default=None, help="two servers to use")
     parser.add_argument("--limit", type=int, default=200, help="prompts in the workload")
-    parser.add_argument("--rollouts", type=int, default=8, help="rollouts per prompt (n)")
+    parser.add_argument(
+        "--rollouts", dest="runs", type=int, default=8, help="rollouts per prompt (n)"
+    )
     parser.add_argument("--max-tokens", type=int, default=16)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--repeat", type=int, default=3)

@@ -40,7 +40,9 @@ def main() -> int:
     parser.add_argument("--data", default=str(ROOT / "sample_data" / "arithmetic.jsonl"))
     parser.add_argument("--base-url", default=None, help="use this server instead of starting one")
     parser.add_argument("--limit", type=int, default=300, help="prompts in the workload")
-    parser.add_argument("--rollouts", type=int, default=32, help="rollouts per prompt (n)")
+    parser.add_argument(
+        "--rollouts", dest="runs", type=int, default=32, help="rollouts per prompt (n)"
+    )
     parser.add_argument("--max-tokens", type=int, default=16)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--repeat", type=int, default=7)

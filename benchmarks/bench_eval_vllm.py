@@ -36,7 +36,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=str(ROOT / "sample_data" / "tiny-math"))
     parser.add_argument("--data", default=str(ROOT / "sample_data" / "arithmetic.jsonl"))
-    parser.add_argument("--rollouts", type=int, default=16)
+    parser.add_argument("--rollouts", dest="runs", type=int, default=16)
     parser.add_argument("--max-tokens", type=int, default=16)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--chunk-size", type=int, default=None)

@@ -62,7 +62,7 @@ def make_run(root: Path, samples: int, runs: int, seed: int) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=200_000)
-    parser.add_argument("--rollouts", type=int, default=8)
+    parser.add_argument("--rollouts", dest="runs", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=15)
     parser.add_argument("--cache-dir", default=None)

@@ -305,7 +305,7 @@ def bias(prompts: int, seeds: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=1_000_000)
-    parser.add_argument("--rollouts", type=int, default=8)
+    parser.add_argument("--rollouts", dest="runs", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--prompts", type=int, default=4000)
     parser.add_argument("--seeds", type=int, default=3)

@@ -207,7 +207,7 @@ def _load() -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("driver", "vllm", "all"), default="all")
-    parser.add_argument("--rollouts", type=int, default=32)
+    parser.add_argument("--rollouts", dest="runs", type=int, default=32)
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--driver-samples", type=int, default=2_000)
     args = parser.parse_args()

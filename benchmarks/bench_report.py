@@ -286,7 +286,9 @@ def main() -> int:
         epilog="\n".join(__doc__.splitlines()[2:]),
     )
     parser.add_argument("--samples", type=int, default=1_000_000, help="prompts (default 1e6)")
-    parser.add_argument("--rollouts", type=int, default=8, help="rollouts per prompt (default 8)")
+    parser.add_argument(
+        "--rollouts", dest="runs", type=int, default=8, help="rollouts per prompt (default 8)"
+    )
     parser.add_argument(
         "--repeat", type=int, default=5, help="timed runs of `curate report` (default 5)"
     )

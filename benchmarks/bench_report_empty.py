@@ -56,7 +56,7 @@ def write_run(path: Path, samples: int, runs: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=100_000)
-    parser.add_argument("--rollouts", type=int, default=8)
+    parser.add_argument("--rollouts", dest="runs", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--target", type=float, default=3.0)
     parser.add_argument("--no-check", action="store_true")

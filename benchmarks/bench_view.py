@@ -130,7 +130,7 @@ def timed(fn, repeat: int) -> list[float]:  # type: ignore[no-untyped-def]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=100_000)
-    parser.add_argument("--rollouts", type=int, default=8)
+    parser.add_argument("--rollouts", dest="runs", type=int, default=8)
     parser.add_argument("--chars", type=int, default=120)
     parser.add_argument("--repeat", type=int, default=3, help="page opens to time")
     parser.add_argument("--seed", type=int, default=27)
