@@ -181,8 +181,6 @@ class Replica:
     their encoded generations until `stop()`."""
 
     def __init__(self, backend: str, model: str, options: BackendOptions, seed: int) -> None:
-        from curate.backends.registry import open_backend
-
         self._calls = 0
         self._stack = contextlib.ExitStack()
         self._backend = self._stack.enter_context(open_backend(backend, model, options, seed=seed))

@@ -41,6 +41,8 @@ from curate.evaluation.options import (
     LOCAL_ENGINES,
     EvalOptions,
     adaptive_policy,
+    check_group_grader,
+    check_logprob_options,
     check_shard_options,
     default_run_dir,  # noqa: F401
     engine_log_path,
@@ -54,8 +56,6 @@ from curate.evaluation.settings import SCORE_KEYS, EvalSettings, score_differenc
 from curate.evaluation.sharding import record_shard, shard_frame
 from curate.evaluation.spec import Evaluation
 from curate.graders.judge import judge_settings_of, judge_usage_of, merge_usage
-from curate.graders.registry import grader_kind
-from curate.stats.confidence import MAX_LOGPROBS
 from curate.store.manifest import RunManifest
 from curate.store.run_dir import PairTally, RolloutStore, set_aside_corrupt_shards
 
@@ -98,21 +98,6 @@ class EvalOutcome:
         if r.rollouts > 0 and r.errors == r.rollouts and r.errors > r.settled:
             return True
         return self.tally is not None and self.tally.never_scored
-
-
-def check_logprob_options(opts: EvalOptions) -> None:
-    """--logprobs K within what every backend serves; the window and the arrays only
-    with it."""
-    k = opts.logprobs
-    if k is not None and not 1 <= k <= MAX_LOGPROBS:
-        raise UsageError(f"--logprobs must be from 1 to {MAX_LOGPROBS}, not {k}")
-    if opts.confidence_window is not None and opts.confidence_window < 1:
-        raise UsageError(
-            f"--confidence-window must be at least 1 token, not {opts.confidence_window}"
-        )
-    if k is None and (opts.keep_token_logprobs or opts.confidence_window is not None):
-        given = "--keep-token-logprobs" if opts.keep_token_logprobs else "--confidence-window"
-        raise UsageError(f"{given} needs --logprobs K")
 
 
 def evaluate(
@@ -400,19 +385,6 @@ def _stored_count(store: RolloutStore) -> int:
         return store.rollouts(["sample_id", "rollout_idx"]).height if store.shard_paths() else 0
     except Exception:
         return 0
-
-
-def check_group_grader(opts: EvalOptions) -> None:
-    """`--grader r3` grades each sample's group at once (curate/evaluation/r3.py): runs that
-    add rollouts to groups already graded are refused."""
-    if grader_kind(opts.grader) != "r3":
-        return
-    for given, flag in ((opts.adaptive, "--adaptive"), (opts.deepen is not None, "--deepen")):
-        if given:
-            raise UsageError(
-                f"--grader r3 grades each sample's rollouts as one group; {flag} adds "
-                "rollouts to groups already graded: run a fixed number of rollouts (-n)"
-            )
 
 
 def _manifest_policy(

@@ -29,7 +29,7 @@ from curate.graders.base import DEFAULT_TIMEOUT_S
 from curate.graders.checks import DEFAULT_MAX_BAD_FRACTION
 from curate.graders.code import TEST_FIELDS
 from curate.graders.registry import grader_kind
-from curate.stats.confidence import DEFAULT_WINDOW
+from curate.stats.confidence import DEFAULT_WINDOW, MAX_LOGPROBS
 
 if TYPE_CHECKING:
     import polars as pl
@@ -200,6 +200,34 @@ def engine_log_path(opts: EvalOptions) -> Path | None:
     if opts.backend not in LOCAL_ENGINES or not opts.engine_log:
         return None
     return opts.run_dir() / ENGINE_LOG
+
+
+def check_logprob_options(opts: EvalOptions) -> None:
+    """--logprobs K within what every backend serves; the window and the arrays only
+    with it."""
+    k = opts.logprobs
+    if k is not None and not 1 <= k <= MAX_LOGPROBS:
+        raise UsageError(f"--logprobs must be from 1 to {MAX_LOGPROBS}, not {k}")
+    if opts.confidence_window is not None and opts.confidence_window < 1:
+        raise UsageError(
+            f"--confidence-window must be at least 1 token, not {opts.confidence_window}"
+        )
+    if k is None and (opts.keep_token_logprobs or opts.confidence_window is not None):
+        given = "--keep-token-logprobs" if opts.keep_token_logprobs else "--confidence-window"
+        raise UsageError(f"{given} needs --logprobs K")
+
+
+def check_group_grader(opts: EvalOptions) -> None:
+    """`--grader r3` grades each sample's group at once (curate/evaluation/r3.py): runs that
+    add rollouts to groups already graded are refused."""
+    if grader_kind(opts.grader) != "r3":
+        return
+    for given, flag in ((opts.adaptive, "--adaptive"), (opts.deepen is not None, "--deepen")):
+        if given:
+            raise UsageError(
+                f"--grader r3 grades each sample's rollouts as one group; {flag} adds "
+                "rollouts to groups already graded: run a fixed number of rollouts (-n)"
+            )
 
 
 def check_shard_options(opts: EvalOptions) -> None:
