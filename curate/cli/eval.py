@@ -881,10 +881,10 @@ def _print_dry_run(
     opts: EvalOptions, price_in: float | None, price_out: float | None, *, quiet: bool = False
 ) -> None:
     from curate.evaluation.estimate import estimate_eval
-    from curate.evaluation.options import adaptive_policy
+    from curate.evaluation.options import checked_policy
     from curate.evaluation.preflight import preflight
 
-    adaptive_policy(opts)  # its option errors first, as `evaluate` does
+    checked_policy(opts)  # its option errors first, as `evaluate` does
     checked = preflight(opts)
     try:
         if not quiet:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curate.data.samples import build_prompts
-from curate.evaluation.options import adaptive_policy, check_shard_options, load_eval_samples
+from curate.evaluation.options import checked_policy, load_eval_samples
 from curate.evaluation.sharding import shard_frame
 from curate.stats.usage import cost_usd
 from curate.store.run_dir import RolloutStore
@@ -69,11 +69,10 @@ def estimate_eval(
 
     # The run's own option checks and per-sample cap, so the estimate never describes
     # a run that `evaluate` would refuse or cap differently.
-    policy = adaptive_policy(opts)
+    policy = checked_policy(opts)
     cap: int | None = opts.runs if policy is None else policy.max_runs
     budget = None if policy is None else policy.budget
     frame, fields = (checked.frame, checked.fields) if checked else load_eval_samples(opts)
-    check_shard_options(opts)
     frame = shard_frame(frame, opts.shard)  # --shard: this task's share only
     # Without a local chat template to look at, assume chat (the usual case).
     mode = opts.known_mode() or "chat"

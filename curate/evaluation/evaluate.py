@@ -40,10 +40,7 @@ from curate.evaluation.options import (
     ENGINE_LOG,  # noqa: F401
     LOCAL_ENGINES,
     EvalOptions,
-    adaptive_policy,
-    check_group_grader,
-    check_logprob_options,
-    check_shard_options,
+    checked_policy,
     default_run_dir,  # noqa: F401
     engine_log_path,
     load_eval_samples,  # noqa: F401
@@ -120,11 +117,8 @@ def evaluate(
         truncation = parse_truncation(opts.truncation)
     except ValueError as exc:
         raise UsageError(f"--truncated {exc}") from None
-    check_logprob_options(opts)
-    policy = adaptive_policy(opts)
-    check_shard_options(opts)
+    policy = checked_policy(opts)
     deepen = deepen_options(opts)
-    check_group_grader(opts)
     options = opts.backend_options()  # an unknown backend or bad option: before any work
     pf = preflight(opts)
     try:

@@ -202,6 +202,16 @@ def engine_log_path(opts: EvalOptions) -> Path | None:
     return opts.run_dir() / ENGINE_LOG
 
 
+def checked_policy(opts: EvalOptions) -> AdaptivePolicy | None:
+    """The option checks every reader of `opts` runs before any work (the run, its dry
+    run, the estimate), in one order; returns the adaptive policy (None: fixed N)."""
+    check_logprob_options(opts)
+    policy = adaptive_policy(opts)
+    check_shard_options(opts)
+    check_group_grader(opts)
+    return policy
+
+
 def check_logprob_options(opts: EvalOptions) -> None:
     """--logprobs K within what every backend serves; the window and the arrays only
     with it."""

@@ -22,15 +22,19 @@ from tests.conftest import ARITHMETIC
         (["--keep-token-logprobs"], "--keep-token-logprobs needs --logprobs K"),
     ],
 )
+@pytest.mark.parametrize("dry_run", [False, True], ids=["run", "dry-run"])
 def test_bad_logprob_options_are_one_line(
     run_curate: Callable[..., subprocess.CompletedProcess[str]],
     tmp_path: Path,
     args: list[str],
     message: str,
+    dry_run: bool,
 ) -> None:
+    # A dry run refuses what the run would refuse: it never describes a run that cannot start.
     out = tmp_path / "run"
+    extra = ["--dry-run"] if dry_run else []
     result = run_curate(
-        "eval", ARITHMETIC, "--model", "fake-model", "--backend", "fake", "-o", out, *args
+        "eval", ARITHMETIC, "--model", "fake-model", "--backend", "fake", "-o", out, *args, *extra
     )
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
